@@ -1,0 +1,30 @@
+# Detects optional backends and prints what will and will not be built.
+find_package(PkgConfig QUIET)
+
+# CUDA: the toolkit is used only to prove the shared functor header compiles for the device and to
+# run the ABI test against NVIDIA's nccl.h; the CUDA device backend itself is declared, not built yet.
+set(ATOLL_HAVE_NVCC OFF)
+if(NOT ATOLL_WITH_CUDA STREQUAL "OFF")
+  find_program(ATOLL_NVCC nvcc PATHS /usr/local/cuda/bin)
+  if(ATOLL_NVCC)
+    set(ATOLL_HAVE_NVCC ON)
+  elseif(ATOLL_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "ATOLL_WITH_CUDA=ON but nvcc was not found")
+  endif()
+endif()
+set(ATOLL_CUDA_INCLUDE "" CACHE PATH "Directory holding NVIDIA's nccl.h and cuda_runtime.h (ABI test)")
+if(NOT ATOLL_CUDA_INCLUDE AND EXISTS /usr/local/cuda/include/nccl.h)
+  set(ATOLL_CUDA_INCLUDE /usr/local/cuda/include)
+endif()
+
+message(STATUS "Atoll backends:")
+message(STATUS "  device host        : built")
+message(STATUS "  device cuda        : not built (backend declared; nvcc ${ATOLL_HAVE_NVCC} compiles the shared functors only)")
+message(STATUS "  transport shm      : built")
+message(STATUS "  transport socket   : built")
+message(STATUS "  transport ucx/ib   : not built (later issue)")
+if(ATOLL_CUDA_INCLUDE)
+  message(STATUS "  ABI test header    : ${ATOLL_CUDA_INCLUDE}/nccl.h")
+else()
+  message(STATUS "  ABI test header    : not found (ABI test skipped)")
+endif()

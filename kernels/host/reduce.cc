@@ -1,0 +1,197 @@
+// Host reduction kernels: type/op dispatch and the baseline and AVX2 instantiations of the loops.
+// Both variants live in this one file, selected per call, because compiling a second file with
+// -mavx2 would let the linker pick AVX2 copies of shared inline functions for the baseline path.
+#include "kernels/host/reduce.h"
+
+#include <atomic>
+#include <cstring>
+
+#include "kernels/host/isa.h"
+#include "kernels/host/loops.h"
+
+namespace atl::kernels {
+namespace {
+
+// flatten pulls the functors into the loop, so each variant vectorises for its own target.
+template <class T, class F>
+[[gnu::flatten]] void binaryBase(void* d, const void* a, const void* b, size_t n) {
+  host::binaryLoop(static_cast<T*>(d), static_cast<const T*>(a), static_cast<const T*>(b), n, F{});
+}
+template <class T, class F>
+[[gnu::target("avx2"), gnu::flatten]] void binaryAvx2(void* d, const void* a, const void* b, size_t n) {
+  host::binaryLoop(static_cast<T*>(d), static_cast<const T*>(a), static_cast<const T*>(b), n, F{});
+}
+
+template <class T, class F>
+[[gnu::flatten]] void unaryBase(T* d, const T* s, size_t n, F f) {
+  host::unaryLoop(d, s, n, f);
+}
+template <class T, class F>
+[[gnu::target("avx2"), gnu::flatten]] void unaryAvx2(T* d, const T* s, size_t n, F f) {
+  host::unaryLoop(d, s, n, f);
+}
+
+template <class T, class F>
+void unary(T* d, const T* s, size_t n, F f) {
+  if (activeIsa() == Isa::Avx2) {
+    unaryAvx2(d, s, n, f);
+  } else {
+    unaryBase(d, s, n, f);
+  }
+}
+
+// Calls fn(T{}) with T the storage type of dt; returns false for an invalid type.
+template <class Fn>
+bool withType(ncclDataType_t dt, Fn&& fn) {
+  switch (dt) {
+    case ncclInt8: fn(int8_t{}); return true;
+    case ncclUint8: fn(uint8_t{}); return true;
+    case ncclInt32: fn(int32_t{}); return true;
+    case ncclUint32: fn(uint32_t{}); return true;
+    case ncclInt64: fn(int64_t{}); return true;
+    case ncclUint64: fn(uint64_t{}); return true;
+    case ncclFloat16: fn(Half{}); return true;
+    case ncclFloat32: fn(float{}); return true;
+    case ncclFloat64: fn(double{}); return true;
+    case ncclBfloat16: fn(BFloat16{}); return true;
+    case ncclFloat8e4m3: fn(Fp8E4M3{}); return true;
+    case ncclFloat8e5m2: fn(Fp8E5M2{}); return true;
+    default: return false;
+  }
+}
+
+using BinaryFn = void (*)(void*, const void*, const void*, size_t);
+
+template <class T>
+BinaryFn pickBinary(RedOp op, bool avx2) {
+  switch (op) {
+    case RedOp::Sum: return avx2 ? &binaryAvx2<T, FuncSum<T>> : &binaryBase<T, FuncSum<T>>;
+    case RedOp::Prod: return avx2 ? &binaryAvx2<T, FuncProd<T>> : &binaryBase<T, FuncProd<T>>;
+    case RedOp::Max: return avx2 ? &binaryAvx2<T, FuncMax<T>> : &binaryBase<T, FuncMax<T>>;
+    case RedOp::Min: return avx2 ? &binaryAvx2<T, FuncMin<T>> : &binaryBase<T, FuncMin<T>>;
+  }
+  return nullptr;
+}
+
+Isa detect() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") ? Isa::Avx2 : Isa::Baseline;
+}
+
+bool detectF16c() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+}
+
+std::atomic<uint8_t>& activeSlot() {
+  static std::atomic<uint8_t> slot{static_cast<uint8_t>(detectedIsa())};
+  return slot;
+}
+
+}  // namespace
+
+Isa detectedIsa() {
+  static const Isa isa = detect();
+  return isa;
+}
+
+Isa activeIsa() { return static_cast<Isa>(activeSlot().load(std::memory_order_relaxed)); }
+
+void setIsa(Isa isa) {
+  if (static_cast<uint8_t>(isa) > static_cast<uint8_t>(detectedIsa())) isa = detectedIsa();
+  activeSlot().store(static_cast<uint8_t>(isa), std::memory_order_relaxed);
+}
+
+bool f16cActive() {
+  static const bool has = detectF16c();
+  return has && activeIsa() == Isa::Avx2;
+}
+
+size_t dtypeSize(ncclDataType_t dt) {
+  size_t size = 0;
+  withType(dt, [&](auto t) { size = sizeof(t); });
+  return size;
+}
+
+bool isFloating(ncclDataType_t dt) {
+  switch (dt) {
+    case ncclFloat16:
+    case ncclFloat32:
+    case ncclFloat64:
+    case ncclBfloat16:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2: return true;
+    default: return false;
+  }
+}
+
+const char* dtypeName(ncclDataType_t dt) {
+  switch (dt) {
+    case ncclInt8: return "int8";
+    case ncclUint8: return "uint8";
+    case ncclInt32: return "int32";
+    case ncclUint32: return "uint32";
+    case ncclInt64: return "int64";
+    case ncclUint64: return "uint64";
+    case ncclFloat16: return "half";
+    case ncclFloat32: return "float";
+    case ncclFloat64: return "double";
+    case ncclBfloat16: return "bfloat16";
+    case ncclFloat8e4m3: return "f8e4m3";
+    case ncclFloat8e5m2: return "f8e5m2";
+    default: return "invalid";
+  }
+}
+
+void reduce(ncclDataType_t dt, RedOp op, void* dst, const void* a, const void* b, size_t count) {
+  if (count == 0) return;
+  const bool avx2 = activeIsa() == Isa::Avx2;
+  if (dt == ncclFloat16 && f16cActive()) {
+    host::halfReduceF16c(op, static_cast<Half*>(dst), static_cast<const Half*>(a), static_cast<const Half*>(b),
+                         count);
+    return;
+  }
+  withType(dt, [&](auto t) {
+    using T = decltype(t);
+    if (BinaryFn fn = pickBinary<T>(op, avx2)) fn(dst, a, b, count);
+  });
+}
+
+void scale(ncclDataType_t dt, void* dst, const void* src, const void* scalar, size_t count) {
+  if (count == 0) return;
+  withType(dt, [&](auto t) {
+    using T = decltype(t);
+    T k;
+    std::memcpy(&k, scalar, sizeof(T));
+    if constexpr (std::is_same_v<T, Half>) {
+      if (f16cActive()) {
+        host::halfScaleF16c(static_cast<Half*>(dst), static_cast<const Half*>(src), k, count);
+        return;
+      }
+    }
+    unary(static_cast<T*>(dst), static_cast<const T*>(src), count, FuncScale<T>{k});
+  });
+}
+
+void divide(ncclDataType_t dt, void* dst, size_t count, int divisor) {
+  // Avg divides by a rank count; anything below 1 is a caller bug, and dividing integers by it
+  // would trap, so it is refused quietly rather than crashing the process.
+  if (count == 0 || divisor < 1) return;
+  withType(dt, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, Half>) {
+      if (f16cActive()) {
+        host::halfDivideF16c(static_cast<Half*>(dst), count, divisor);
+        return;
+      }
+    }
+    T* d = static_cast<T*>(dst);
+    unary(d, d, count, FuncDivide<T>{divisor});
+  });
+}
+
+void copy(void* dst, const void* src, size_t bytes) {
+  if (bytes != 0 && dst != src) std::memcpy(dst, src, bytes);
+}
+
+}  // namespace atl::kernels

@@ -1,0 +1,48 @@
+// What distinguishes the nine perf tools: buffer layout per message size, how the collective is
+// called, the bus-bandwidth factor, and which output element holds which input element.
+#pragma once
+
+#include <cstddef>
+
+#include "nccl.h"
+#include "perf/common/values.h"
+
+namespace atl::perf {
+
+enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll, SendRecv, Gather, Scatter };
+
+struct CollInfo {
+  Coll coll;
+  const char* name;   // as in "# Collective test starting: all_reduce_perf"
+  const char* tool;
+  bool reduces;       // takes a reduction op (-o)
+  bool rooted;        // takes a root (-r)
+};
+const CollInfo& collInfo(Coll coll);
+
+/// Element counts of one measurement on one rank. The in-place variant uses a single buffer of
+/// max(sendCount, recvCount) elements with the input at inPlaceSend and the output at inPlaceRecv.
+struct Layout {
+  size_t sendCount = 0;
+  size_t recvCount = 0;
+  size_t paramCount = 0;  // the count argument of the API call
+  size_t inPlaceSend = 0;
+  size_t inPlaceRecv = 0;
+  size_t bufferCount() const { return sendCount > recvCount ? sendCount : recvCount; }
+};
+
+/// Layout for a requested message of `bytes` (rounded down as nccl-tests does).
+Layout layoutFor(Coll coll, size_t bytes, size_t elemSize, int nranks, int rank);
+double busBwFactor(Coll coll, int nranks);
+
+/// One call of the collective (sendrecv: a grouped send to rank+1 and receive from rank-1).
+ncclResult_t issue(Coll coll, const void* send, void* recv, const Layout& layout, ncclDataType_t type,
+                   ncclRedOp_t op, int root, int rank, int nranks, ncclComm_t comm);
+
+/// Number of output elements rank holds after the call (0 on non-roots of reduce and gather).
+size_t outputCount(Coll coll, const Layout& layout, int rank, int root, int nranks);
+/// Expected value of output element j on rank.
+double expectedOutput(Coll coll, const Pattern& pattern, const Layout& layout, int rank, int root, int nranks,
+                      size_t j);
+
+}  // namespace atl::perf

@@ -1,0 +1,4 @@
+// gather_perf: nccl-tests-compatible benchmark and checker of ncclGather.
+#include "perf/common/driver.h"
+
+int main(int argc, char** argv) { return atl::perf::toolMain(argc, argv, atl::perf::Coll::Gather); }

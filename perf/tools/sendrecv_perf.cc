@@ -1,0 +1,4 @@
+// sendrecv_perf: nccl-tests-compatible benchmark and checker of ncclSend/ncclRecv.
+#include "perf/common/driver.h"
+
+int main(int argc, char** argv) { return atl::perf::toolMain(argc, argv, atl::perf::Coll::SendRecv); }

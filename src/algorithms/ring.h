@@ -1,0 +1,21 @@
+// Ring geometry shared by the ring and chain generators: ranks in index order, one ring per channel.
+#pragma once
+
+#include "algorithms/schedule.h"
+
+namespace atl::algo {
+
+inline int mod(int a, int n) { return ((a % n) + n) % n; }
+inline int ringNext(const CollSpec& s) { return mod(s.rank + 1, s.nranks); }
+inline int ringPrev(const CollSpec& s) { return mod(s.rank - 1, s.nranks); }
+
+Schedule ringAllReduce(const CollSpec& s);
+Schedule ringAllGather(const CollSpec& s);
+Schedule ringReduceScatter(const CollSpec& s);
+Schedule chainBroadcast(const CollSpec& s);
+Schedule chainReduce(const CollSpec& s);
+Schedule directAlltoAll(const CollSpec& s);
+Schedule directGather(const CollSpec& s);
+Schedule directScatter(const CollSpec& s);
+
+}  // namespace atl::algo

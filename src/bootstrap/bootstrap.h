@@ -1,0 +1,57 @@
+// Rendezvous and out-of-band exchange between the ranks of one communicator.
+//
+// ncclUniqueId carries the root's address plus a random secret. ncclGetUniqueId starts the root in
+// the calling process (which need not be a rank); it serves one rendezvous: every rank connects,
+// answers an HMAC challenge over the secret, and sends its info blob; once all nranks have joined
+// the root sends everyone the full table and exits. With NCCL_COMM_ID set, rank 0 serves the root
+// at that address instead and the secret is derived from NCCL_COMM_ID (+ ATOLL_BOOTSTRAP_SECRET).
+// After the rendezvous ranks talk directly: every rank listens, and send/recv open an authenticated
+// connection per message (NCCL's bootstrap does the same), matched by (peer, tag).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/deadline.h"
+#include "common/hmac.h"
+#include "core/status.h"
+#include "nccl.h"
+
+namespace atl::bootstrap {
+
+/// Creates a unique id. Unless NCCL_COMM_ID is set (and `ignoreCommIdEnv` is false), this starts a
+/// root server thread in this process, listening on the NCCL_SOCKET_IFNAME interface.
+Result<ncclUniqueId> generateUniqueId(bool ignoreCommIdEnv = false);
+
+/// True if the bytes look like an id produced by generateUniqueId (magic and version match).
+bool isValidUniqueId(const ncclUniqueId& id);
+
+class Bootstrap {
+ public:
+  /// Joins the rendezvous as `rank` of `nranks`, publishing `myInfo` (every rank must pass the same
+  /// size, at most 4 KiB). Fails with ncclInvalidUsage if ranks disagree on nranks or two ranks
+  /// claim the same rank, ncclSystemError on timeout (ATOLL_BOOTSTRAP_TIMEOUT_MS) or abort.
+  static Result<std::unique_ptr<Bootstrap>> create(const ncclUniqueId& id, int rank, int nranks,
+                                                   std::span<const std::byte> myInfo, const AbortFlag* abort);
+  virtual ~Bootstrap() = default;
+
+  virtual int rank() const = 0;
+  virtual int nranks() const = 0;
+  /// The info blob rank `r` published at rendezvous.
+  virtual std::span<const std::byte> peerInfo(int r) const = 0;
+  /// The id's secret (for transport handshakes) and a 64-bit hash of the id, equal on all ranks.
+  virtual const Secret& secret() const = 0;
+  virtual uint64_t commHash() const = 0;
+
+  /// Point-to-point messages, matched by (peer, tag); recv requires the exact length.
+  virtual Status send(int peer, uint32_t tag, std::span<const std::byte> data) = 0;
+  virtual Status recv(int peer, uint32_t tag, std::span<std::byte> data) = 0;
+  /// `data` holds nranks slots of `perRank` bytes with this rank's slot filled; on return all are.
+  virtual Status allGather(std::span<std::byte> data, size_t perRank) = 0;
+  virtual Status barrier() = 0;
+};
+
+}  // namespace atl::bootstrap

@@ -1,0 +1,124 @@
+#include "bootstrap/challenge_server.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/debug.h"
+
+namespace atl::bootstrap {
+namespace {
+// Beyond this many unauthenticated connections new ones are refused, so a flood cannot exhaust fds.
+constexpr size_t kMaxInProgress = 512;
+}  // namespace
+
+ChallengeServer::ChallengeServer(net::Fd listenFd, std::string name, size_t headerSize, HeaderCheck check,
+                                 OnComplete done, int bodyTimeoutMs)
+    : listen_(std::move(listenFd)),
+      name_(std::move(name)),
+      headerSize_(headerSize),
+      check_(std::move(check)),
+      done_(std::move(done)),
+      bodyTimeoutMs_(bodyTimeoutMs) {}
+
+void ChallengeServer::reject(const Conn& c, const char* reason) {
+  ATOLL_WARN("%s: rejected connection from %s: %s", name_.c_str(), c.peer.c_str(), reason);
+}
+
+void ChallengeServer::acceptNew() {
+  for (;;) {
+    net::SockAddr peer;
+    peer.length = sizeof(peer.storage);
+    int fd = accept4(listen_.get(), reinterpret_cast<sockaddr*>(&peer.storage), &peer.length,
+                     SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      return;  // EAGAIN: drained; other errors (EMFILE) retried on the next round
+    }
+    Conn c;
+    c.fd = net::Fd(fd);
+    c.peer = peer.toString();
+    if (conns_.size() >= kMaxInProgress) {
+      reject(c, "too many connections in progress");
+      continue;
+    }
+    net::setNoDelay(fd);
+    randomBytes(c.nonce);
+    ssize_t rc;
+    do {
+      rc = ::send(fd, c.nonce.data(), c.nonce.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (rc < 0 && errno == EINTR);
+    if (rc != static_cast<ssize_t>(c.nonce.size())) {
+      reject(c, "could not send challenge");
+      continue;
+    }
+    c.header.resize(headerSize_);
+    c.deadline = Deadline::afterMs(wire::kHandshakeTimeoutMs);
+    conns_.push_back(std::move(c));
+  }
+}
+
+bool ChallengeServer::advance(Conn& c) {
+  for (;;) {
+    std::vector<uint8_t>& buf = c.inBody ? c.body : c.header;
+    if (c.have == buf.size()) {
+      if (!c.inBody) {
+        std::string reason;
+        std::optional<size_t> bodyLen = check_(c, &reason);
+        if (!bodyLen) {
+          reject(c, reason.c_str());
+          return false;
+        }
+        c.inBody = true;
+        c.have = 0;
+        c.body.resize(*bodyLen);
+        c.deadline = Deadline::afterMs(bodyTimeoutMs_);
+        continue;
+      }
+      done_(std::move(c));
+      return false;
+    }
+    ssize_t rc = ::recv(c.fd.get(), buf.data() + c.have, buf.size() - c.have, MSG_DONTWAIT);
+    if (rc > 0) {
+      c.have += static_cast<size_t>(rc);
+      continue;
+    }
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (c.deadline.expired()) {
+        reject(c, c.inBody ? "timed out sending its payload" : "timed out before authenticating");
+        return false;
+      }
+      return true;
+    }
+    std::string why = rc == 0 ? "closed the connection" : std::string("recv failed: ") + strerror(errno);
+    why += " after " + std::to_string(c.have) + " of " + std::to_string(buf.size()) + (c.inBody ? " payload" : " header");
+    why += " bytes";
+    reject(c, why.c_str());
+    return false;
+  }
+}
+
+void ChallengeServer::pump(int timeoutMs) {
+  std::vector<pollfd> fds;
+  fds.reserve(conns_.size() + 1);
+  fds.push_back({listen_.get(), POLLIN, 0});
+  for (const auto& c : conns_) fds.push_back({c.fd.get(), POLLIN, 0});
+  int rc = poll(fds.data(), fds.size(), timeoutMs);
+  if (rc < 0 && errno != EINTR) {
+    ATOLL_WARN("%s: poll failed: %s", name_.c_str(), strerror(errno));
+    return;
+  }
+  // Every connection is advanced each round (not only the readable ones) so deadlines are enforced.
+  std::vector<Conn> keep;
+  keep.reserve(conns_.size());
+  for (auto& c : conns_) {
+    if (advance(c)) keep.push_back(std::move(c));
+  }
+  conns_ = std::move(keep);
+  if (rc > 0 && (fds[0].revents & POLLIN)) acceptNew();
+}
+
+}  // namespace atl::bootstrap

@@ -1,0 +1,182 @@
+#include "bootstrap/messaging.h"
+
+#include <cstring>
+
+#include "core/debug.h"
+
+namespace atl::bootstrap {
+namespace {
+constexpr uint32_t kAllGatherTag = kReservedTagBase + 1;
+constexpr int kListenerSliceMs = 50;
+}  // namespace
+
+BootstrapImpl::BootstrapImpl(int rank, int nranks, Table table, const Secret& secret, uint64_t commHash,
+                             const AbortFlag* abort, int64_t timeoutMs)
+    : rank_(rank),
+      nranks_(nranks),
+      table_(std::move(table)),
+      secret_(secret),
+      commHash_(commHash),
+      abort_(abort),
+      timeoutMs_(timeoutMs) {}
+
+Status BootstrapImpl::start(net::Fd listenFd) {
+  int bodyTimeout = timeoutMs_ > 0 ? static_cast<int>(std::min<int64_t>(timeoutMs_, 1 << 30)) : 1 << 30;
+  server_ = std::make_unique<ChallengeServer>(
+      std::move(listenFd), "bootstrap rank " + std::to_string(rank_), sizeof(wire::MsgHeader),
+      [this](const ChallengeServer::Conn& c, std::string* why) { return checkHeader(c, why); },
+      [this](ChallengeServer::Conn&& c) { onMessage(std::move(c)); }, bodyTimeout);
+  try {
+    listener_ = std::thread([this] {
+      log::setThreadRank(rank_);
+      while (!stop_.load(std::memory_order_acquire)) server_->pump(kListenerSliceMs);
+      server_->dropAll();
+    });
+  } catch (const std::system_error& e) {
+    return ATOLL_ERROR(ncclSystemError, "cannot start the bootstrap listener thread: %s", e.what());
+  }
+  return Status::Ok();
+}
+
+BootstrapImpl::~BootstrapImpl() {
+  stop_.store(true, std::memory_order_release);
+  if (listener_.joinable()) listener_.join();
+}
+
+std::span<const std::byte> BootstrapImpl::peerInfo(int r) const {
+  if (r < 0 || r >= nranks_) return {};
+  return {table_.infos.data() + static_cast<size_t>(r) * table_.infoSize, table_.infoSize};
+}
+
+std::optional<size_t> BootstrapImpl::checkHeader(const ChallengeServer::Conn& c, std::string* why) const {
+  wire::MsgHeader h;
+  std::memcpy(&h, c.header.data(), sizeof(h));
+  if (h.magic != wire::kMsgMagic) {
+    *why = "not a bootstrap message (bad magic)";
+    return std::nullopt;
+  }
+  Digest want = wire::msgProof(secret_, c.nonce, h);
+  if (!constantTimeEqual(want, {h.proof, sizeof(h.proof)})) {
+    *why = "authentication failed (wrong secret)";
+    return std::nullopt;
+  }
+  if (h.from < 0 || h.from >= nranks_) {
+    *why = "sender rank " + std::to_string(h.from) + " out of range";
+    return std::nullopt;
+  }
+  if (h.len > wire::kMaxMessageBytes) {
+    *why = "message of " + std::to_string(h.len) + " bytes exceeds the bootstrap limit";
+    return std::nullopt;
+  }
+  return static_cast<size_t>(h.len);
+}
+
+void BootstrapImpl::onMessage(ChallengeServer::Conn&& c) {
+  wire::MsgHeader h;
+  std::memcpy(&h, c.header.data(), sizeof(h));
+  enqueue({h.from, h.tag, std::move(c.body)});
+  // The ack tells the sender the message is queued; a sender that vanished meanwhile is harmless.
+  uint8_t ack = wire::kAck;
+  (void)::send(c.fd.get(), &ack, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void BootstrapImpl::enqueue(Message m) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    unexpected_.push_back(std::move(m));
+  }
+  cv_.notify_all();
+}
+
+Status BootstrapImpl::send(int peer, uint32_t tag, std::span<const std::byte> data) {
+  if (tag >= kReservedTagBase)
+    return ATOLL_ERROR(ncclInvalidArgument, "bootstrap send: tag 0x%x is reserved", tag);
+  return sendTo(peer, tag, data);
+}
+
+Status BootstrapImpl::recv(int peer, uint32_t tag, std::span<std::byte> data) {
+  if (tag >= kReservedTagBase)
+    return ATOLL_ERROR(ncclInvalidArgument, "bootstrap recv: tag 0x%x is reserved", tag);
+  return recvFrom(peer, tag, data);
+}
+
+Status BootstrapImpl::sendTo(int peer, uint32_t tag, std::span<const std::byte> data) {
+  if (peer < 0 || peer >= nranks_)
+    return ATOLL_ERROR(ncclInvalidArgument, "bootstrap send: peer %d out of range [0,%d)", peer, nranks_);
+  if (data.size() > wire::kMaxMessageBytes)
+    return ATOLL_ERROR(ncclInvalidArgument, "bootstrap send: %zu bytes exceeds the %llu byte limit", data.size(),
+                       static_cast<unsigned long long>(wire::kMaxMessageBytes));
+  if (peer == rank_) {
+    auto* p = reinterpret_cast<const uint8_t*>(data.data());
+    enqueue({rank_, tag, std::vector<uint8_t>(p, p + data.size())});
+    return Status::Ok();
+  }
+  Deadline deadline = opDeadline();
+  const net::SockAddr& addr = table_.addrs[static_cast<size_t>(peer)];
+  ATOLL_ASSIGN_OR_RETURN(net::Fd fd, net::connectTo(addr, deadline, abort_));
+  wire::Nonce nonce;
+  ATOLL_CHECK(net::recvAll(fd.get(), nonce.data(), nonce.size(), deadline, abort_));
+  wire::MsgHeader h{};
+  h.magic = wire::kMsgMagic;
+  h.from = rank_;
+  h.tag = tag;
+  h.len = data.size();
+  Digest proof = wire::msgProof(secret_, nonce, h);
+  std::memcpy(h.proof, proof.data(), proof.size());
+  ATOLL_CHECK(net::sendAll(fd.get(), &h, sizeof(h), deadline, abort_));
+  ATOLL_CHECK(net::sendAll(fd.get(), data.data(), data.size(), deadline, abort_));
+  uint8_t ack = 0;
+  Status s = net::recvAll(fd.get(), &ack, 1, deadline, abort_);
+  if (!s.ok() || ack != wire::kAck)
+    return ATOLL_ERROR(s.ok() ? ncclRemoteError : s.code(), "bootstrap send to rank %d (%s) tag %u was not acknowledged",
+                       peer, addr.toString().c_str(), tag);
+  return Status::Ok();
+}
+
+Status BootstrapImpl::recvFrom(int peer, uint32_t tag, std::span<std::byte> data) {
+  if (peer < 0 || peer >= nranks_)
+    return ATOLL_ERROR(ncclInvalidArgument, "bootstrap recv: peer %d out of range [0,%d)", peer, nranks_);
+  Deadline deadline = opDeadline();
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+      if (it->from != peer || it->tag != tag) continue;
+      Message m = std::move(*it);
+      unexpected_.erase(it);
+      lock.unlock();
+      if (m.data.size() != data.size())
+        return ATOLL_ERROR(ncclInvalidUsage, "bootstrap recv from rank %d tag %u: expected %zu bytes, got %zu", peer,
+                           tag, data.size(), m.data.size());
+      if (!m.data.empty()) std::memcpy(data.data(), m.data.data(), m.data.size());
+      return Status::Ok();
+    }
+    if (aborted(abort_)) return ATOLL_ERROR(ncclSystemError, "bootstrap recv from rank %d tag %u aborted", peer, tag);
+    if (deadline.expired())
+      return ATOLL_ERROR(ncclSystemError, "bootstrap recv from rank %d tag %u timed out after %lld ms", peer, tag,
+                         static_cast<long long>(timeoutMs_));
+    cv_.wait_for(lock, std::chrono::milliseconds(deadline.remainingMs(100)));
+  }
+}
+
+Status BootstrapImpl::allGather(std::span<std::byte> data, size_t perRank) {
+  if (data.size() < perRank * static_cast<size_t>(nranks_))
+    return ATOLL_ERROR(ncclInvalidArgument, "bootstrap allGather: buffer of %zu bytes < %d x %zu", data.size(),
+                       nranks_, perRank);
+  // Ring: at step s pass on the slot received at step s-1; nranks-1 steps fill every slot.
+  const int next = (rank_ + 1) % nranks_;
+  const int prev = (rank_ + nranks_ - 1) % nranks_;
+  for (int step = 0; step < nranks_ - 1; ++step) {
+    size_t sendSlot = static_cast<size_t>((rank_ - step + nranks_) % nranks_);
+    size_t recvSlot = static_cast<size_t>((rank_ - step - 1 + 2 * nranks_) % nranks_);
+    ATOLL_CHECK(sendTo(next, kAllGatherTag, data.subspan(sendSlot * perRank, perRank)));
+    ATOLL_CHECK(recvFrom(prev, kAllGatherTag, data.subspan(recvSlot * perRank, perRank)));
+  }
+  return Status::Ok();
+}
+
+Status BootstrapImpl::barrier() {
+  std::vector<std::byte> bytes(static_cast<size_t>(nranks_));
+  return allGather(bytes, 1);
+}
+
+}  // namespace atl::bootstrap

@@ -1,0 +1,79 @@
+// The rank side after rendezvous: peer table plus authenticated point-to-point messages. A listener
+// thread accepts, authenticates and queues incoming messages, so send() never waits for the peer
+// to be inside recv() (two ranks may send to each other first without deadlocking).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/challenge_server.h"
+#include "common/socket.h"
+
+namespace atl::bootstrap {
+
+/// Tags at or above this value are used by allGather/barrier.
+constexpr uint32_t kReservedTagBase = 0xFFFFFF00u;
+
+class BootstrapImpl final : public Bootstrap {
+ public:
+  struct Table {
+    std::vector<net::SockAddr> addrs;
+    std::vector<std::byte> infos;
+    size_t infoSize = 0;
+  };
+
+  BootstrapImpl(int rank, int nranks, Table table, const Secret& secret, uint64_t commHash, const AbortFlag* abort,
+                int64_t timeoutMs);
+  /// Starts the listener thread on the socket this rank advertised at rendezvous.
+  Status start(net::Fd listenFd);
+  ~BootstrapImpl() override;
+
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+  std::span<const std::byte> peerInfo(int r) const override;
+  const Secret& secret() const override { return secret_; }
+  uint64_t commHash() const override { return commHash_; }
+
+  Status send(int peer, uint32_t tag, std::span<const std::byte> data) override;
+  Status recv(int peer, uint32_t tag, std::span<std::byte> data) override;
+  Status allGather(std::span<std::byte> data, size_t perRank) override;
+  Status barrier() override;
+
+ private:
+  struct Message {
+    int from;
+    uint32_t tag;
+    std::vector<uint8_t> data;
+  };
+
+  std::optional<size_t> checkHeader(const ChallengeServer::Conn& c, std::string* why) const;
+  void onMessage(ChallengeServer::Conn&& c);
+  void enqueue(Message m);
+  Status sendTo(int peer, uint32_t tag, std::span<const std::byte> data);
+  Status recvFrom(int peer, uint32_t tag, std::span<std::byte> data);
+  Deadline opDeadline() const { return Deadline::afterMs(timeoutMs_); }
+
+  const int rank_;
+  const int nranks_;
+  const Table table_;
+  const Secret secret_;
+  const uint64_t commHash_;
+  const AbortFlag* abort_;
+  const int64_t timeoutMs_;
+
+  std::unique_ptr<ChallengeServer> server_;  // touched only by the listener thread once started
+  std::thread listener_;
+  std::atomic<bool> stop_{false};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Message> unexpected_;
+};
+
+}  // namespace atl::bootstrap

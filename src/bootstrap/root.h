@@ -1,0 +1,16 @@
+// The rendezvous root: collects every rank's info and listen address, then hands out the full table.
+#pragma once
+
+#include <cstdint>
+
+#include "common/hmac.h"
+#include "common/socket.h"
+#include "core/status.h"
+
+namespace atl::bootstrap {
+
+/// Serves one rendezvous on `listenFd` in a detached thread that owns all its state and exits when
+/// the rendezvous completes, fails (after telling every rank it can reach), or `timeoutMs` passes.
+Status startRoot(net::Fd listenFd, const net::SockAddr& bound, const Secret& secret, int64_t timeoutMs);
+
+}  // namespace atl::bootstrap

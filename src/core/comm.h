@@ -1,0 +1,59 @@
+// The communicator, split into the parts each layer owns (STYLE.md: no 274-line struct).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "bootstrap/bootstrap.h"
+#include "core/redop.h"
+#include "device/device.h"
+#include "engine/connections.h"
+#include "nccl.h"
+#include "transports/transport.h"
+
+namespace atl {
+
+enum class CommState : int { Initializing, Ready, Failed };
+
+/// Links to peers and the transports that made them.
+struct CommLinks {
+  std::unique_ptr<transport::Transport> shm;
+  std::unique_ptr<transport::Transport> socket;
+  transport::Context context;
+  engine::ConnTable table;
+  int nchannels = 1;
+};
+
+}  // namespace atl
+
+struct ncclComm {
+  int rank = 0;
+  int nranks = 0;
+  int cudaDev = 0;
+  ncclConfig_t config{};
+  std::string name;
+  std::atomic<atl::CommState> state{atl::CommState::Initializing};
+  std::atomic<ncclResult_t> asyncError{ncclSuccess};
+  atl::AbortFlag abortFlag{false};
+  std::atomic<int> activeCalls{0};
+  uint32_t splitSeq = 0;  // API calls currently inside the engine (abort waits for them)
+
+  std::unique_ptr<atl::bootstrap::Bootstrap> bootstrap;
+  atl::CommLinks links;
+  atl::RedOpTable redops;
+  const atl::device::Device* device = nullptr;
+};
+
+namespace atl {
+
+/// Live communicators: API calls validate handles against this so a destroyed or garbage handle
+/// yields ncclInvalidArgument instead of a crash.
+void registerComm(ncclComm* comm);
+void unregisterComm(ncclComm* comm);
+bool isLiveComm(const ncclComm* comm);
+
+/// Checks that `comm` is a live, initialised communicator.
+Status checkComm(const ncclComm* comm, const char* caller);
+
+}  // namespace atl

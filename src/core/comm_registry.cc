@@ -1,0 +1,43 @@
+#include <mutex>
+#include <unordered_set>
+
+#include "core/comm.h"
+
+namespace atl {
+namespace {
+std::mutex gMutex;
+std::unordered_set<const ncclComm*>& live() {
+  static auto* set = new std::unordered_set<const ncclComm*>();  // never destroyed: usable during exit
+  return *set;
+}
+}  // namespace
+
+void registerComm(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  live().insert(comm);
+}
+void unregisterComm(ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  live().erase(comm);
+}
+bool isLiveComm(const ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  return live().count(comm) != 0;
+}
+
+Status checkComm(const ncclComm* comm, const char* caller) {
+  if (comm == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "%s: comm is NULL", caller);
+  if (!isLiveComm(comm))
+    return ATOLL_ERROR(ncclInvalidArgument, "%s: %p is not a live communicator (destroyed or never created)", caller,
+                       static_cast<const void*>(comm));
+  switch (comm->state.load(std::memory_order_acquire)) {
+    case CommState::Ready: return Status::Ok();
+    case CommState::Initializing:
+      return ATOLL_ERROR(ncclInvalidUsage, "%s: communicator initialisation has not completed", caller);
+    case CommState::Failed:
+      return ATOLL_ERROR(ncclInvalidUsage, "%s: communicator failed to initialise or was aborted", caller);
+  }
+  return Status::Ok();
+}
+
+}  // namespace atl

@@ -1,0 +1,119 @@
+#include "core/group.h"
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/debug.h"
+#include "core/params.h"
+#include "core/plan_builder.h"
+#include "engine/executor.h"
+
+namespace atl {
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  std::vector<OpDesc> ops;
+  std::vector<std::function<Status()>> inits;
+};
+thread_local GroupState tGroup;
+
+/// Several inits queued by one thread rendezvous with each other, so each needs its own thread.
+Status runInits(std::vector<std::function<Status()>>& inits) {
+  if (inits.size() == 1) return inits[0]();
+  std::vector<Status> results(inits.size());
+  std::vector<std::thread> threads;
+  threads.reserve(inits.size());
+  for (size_t i = 0; i < inits.size(); ++i) threads.emplace_back([&, i] { results[i] = inits[i](); });
+  for (std::thread& t : threads) t.join();
+  for (Status s : results)
+    if (!s.ok()) return s;
+  return Status::Ok();
+}
+
+Status runOps(std::vector<OpDesc>& ops) {
+  // One queue per communicator, in order of first appearance; within it the collectives in call
+  // order, then the group's send/recv batch.
+  std::vector<ncclComm*> comms;
+  for (const OpDesc& op : ops)
+    if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
+  std::vector<engine::CommQueue> queues(comms.size());
+  for (size_t i = 0; i < comms.size(); ++i) {
+    ncclComm* comm = comms[i];
+    engine::CommQueue& q = queues[i];
+    q.rank = comm->rank;
+    q.conns = &comm->links.table;
+    q.abort = &comm->abortFlag;
+    std::vector<const OpDesc*> p2p;
+    for (const OpDesc& op : ops) {
+      if (op.comm != comm) continue;
+      if (op.coll == algo::Coll::SendRecv) {
+        p2p.push_back(&op);
+        continue;
+      }
+      ATOLL_ASSIGN_OR_RETURN(auto plan, buildCollectivePlan(op));
+      if (plan) q.plans.push_back(std::move(plan));
+    }
+    if (!p2p.empty()) {
+      ATOLL_ASSIGN_OR_RETURN(auto plan, buildP2PPlan(comm, p2p));
+      if (plan) q.plans.push_back(std::move(plan));
+    }
+  }
+  for (ncclComm* c : comms) c->activeCalls.fetch_add(1);
+  engine::ExecOptions opts;
+  opts.timeoutMs = params::getInt(params::Id::TimeoutMs);
+  opts.spinCount = static_cast<int>(params::getInt(params::Id::SpinCount));
+  Status result = engine::execute(queues, opts);
+  for (size_t i = 0; i < comms.size(); ++i) {
+    Status s = queues[i].result;
+    if (!s.ok() && s.code() != ncclInvalidArgument && s.code() != ncclInvalidUsage) {
+      ncclResult_t expected = ncclSuccess;
+      comms[i]->asyncError.compare_exchange_strong(expected, s.code());
+    }
+    comms[i]->activeCalls.fetch_sub(1);
+  }
+  return result;
+}
+
+}  // namespace
+
+bool inGroup() { return tGroup.depth > 0; }
+
+Status groupStart() {
+  ++tGroup.depth;
+  return Status::Ok();
+}
+
+Status groupEnd() {
+  if (tGroup.depth == 0) return ATOLL_ERROR(ncclInvalidUsage, "ncclGroupEnd called without a matching ncclGroupStart");
+  if (--tGroup.depth > 0) return Status::Ok();
+  std::vector<std::function<Status()>> inits = std::move(tGroup.inits);
+  std::vector<OpDesc> ops = std::move(tGroup.ops);
+  tGroup.inits.clear();
+  tGroup.ops.clear();
+  Status initResult = inits.empty() ? Status::Ok() : runInits(inits);
+  if (!initResult.ok()) return initResult;
+  if (ops.empty()) return Status::Ok();
+  return runOps(ops);
+}
+
+Status enqueueOp(const OpDesc& op) {
+  if (tGroup.depth > 0) {
+    tGroup.ops.push_back(op);
+    return Status::Ok();
+  }
+  std::vector<OpDesc> single{op};
+  return runOps(single);
+}
+
+Status enqueueInit(std::function<Status()> init) {
+  if (tGroup.depth > 0) {
+    tGroup.inits.push_back(std::move(init));
+    return Status::Ok();
+  }
+  return init();
+}
+
+}  // namespace atl

@@ -1,0 +1,35 @@
+// Group semantics: calls between ncclGroupStart and ncclGroupEnd are queued on this thread and
+// run together at the outermost ncclGroupEnd; a call outside a group is a group of one.
+#pragma once
+
+#include <functional>
+
+#include "algorithms/schedule.h"
+#include "core/status.h"
+#include "nccl.h"
+
+namespace atl {
+
+/// One validated API call waiting for its group to end.
+struct OpDesc {
+  ncclComm* comm = nullptr;
+  algo::Coll coll = algo::Coll::AllReduce;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;
+  ncclDataType_t dtype = ncclInt8;
+  ncclRedOp_t op = ncclSum;
+  int root = 0;  // root, or the peer of a send/recv
+  bool isSend = false;
+};
+
+Status groupStart();
+Status groupEnd();
+bool inGroup();
+
+/// Queues an operation; runs it at once (as a group of one) when no group is open.
+Status enqueueOp(const OpDesc& op);
+/// Queues a communicator initialisation (ncclCommInitRank inside a group); runs now otherwise.
+Status enqueueInit(std::function<Status()> init);
+
+}  // namespace atl

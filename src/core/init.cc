@@ -1,0 +1,242 @@
+// Communicator life cycle: init (rank, config, all, scalable), split, finalize, destroy, abort.
+#include "core/init.h"
+
+#include <strings.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "core/connect.h"
+#include "core/debug.h"
+#include "core/group.h"
+#include "core/host_id.h"
+#include "core/nccl_api.h"
+#include "core/params.h"
+
+namespace atl {
+
+Result<ncclConfig_t> resolveConfig(const ncclConfig_t* user) {
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  if (user == nullptr) return cfg;
+  if (user->magic != 0xcafebeef || user->size < offsetof(ncclConfig_t, commName))
+    return ATOLL_ERROR(ncclInvalidArgument, "ncclConfig_t not initialised with NCCL_CONFIG_INITIALIZER (magic 0x%x, size %zu)",
+                       user->magic, user->size);
+  // Copy only what the caller's (possibly older) struct has.
+  std::memcpy(&cfg, user, std::min(user->size, sizeof(cfg)));
+  cfg.size = sizeof(cfg);
+  if (cfg.blocking != NCCL_CONFIG_UNDEF_INT && cfg.blocking != 0 && cfg.blocking != 1)
+    return ATOLL_ERROR(ncclInvalidArgument, "config.blocking must be 0 or 1, got %d", cfg.blocking);
+  return cfg;
+}
+
+namespace {
+
+Status checkNetSelection(const ncclConfig_t& cfg) {
+  const std::string& env = params::getString(params::Id::Net);
+  const char* want = cfg.netName ? cfg.netName : (env.empty() ? nullptr : env.c_str());
+  if (want != nullptr && strcasecmp(want, "Socket") != 0)
+    return ATOLL_ERROR(ncclInvalidArgument, "network '%s' requested (NCCL_NET / config.netName) but only 'Socket' is available",
+                       want);
+  return Status::Ok();
+}
+
+int channelCount() {
+  int64_t lo = std::max<int64_t>(1, params::getInt(params::Id::MinNChannels));
+  int64_t hi = std::max<int64_t>(lo, params::getInt(params::Id::MaxNChannels));
+  return static_cast<int>(std::clamp<int64_t>(2, lo, std::min<int64_t>(hi, 64)));
+}
+
+}  // namespace
+
+Status initComm(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t& config) {
+  log::setThreadRank(rank);
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->config = config;
+  if (config.commName) comm->name = config.commName;
+  ATOLL_CHECK(checkNetSelection(config));
+  ATOLL_ASSIGN_OR_RETURN(comm->device, device::select());
+
+  std::string ifname;
+  ATOLL_ASSIGN_OR_RETURN(net::SockAddr bindAddr,
+                         net::findInterfaceAddress(params::getString(params::Id::SocketIfname), &ifname));
+  transport::PeerInfo me;
+  me.rank = rank;
+  me.pid = getpid();
+  me.hostHash = hostHash();
+  me.cudaDev = comm->cudaDev;
+  me.reserved = peerFlags(!params::getBool(params::Id::ShmDisable));
+  std::string host = hostName();
+  std::strncpy(me.hostname, host.c_str(), sizeof(me.hostname) - 1);
+  ATOLL_ASSIGN_OR_RETURN(comm->links.socket, transport::createSocketTransport(bindAddr, &me.dataAddr));
+  comm->links.shm = transport::createShmTransport();
+
+  ATOLL_ASSIGN_OR_RETURN(comm->bootstrap,
+                         bootstrap::Bootstrap::create(id, rank, nranks, std::as_bytes(std::span(&me, 1)), &comm->abortFlag));
+
+  transport::Context& ctx = comm->links.context;
+  ctx.rank = rank;
+  ctx.nranks = nranks;
+  ctx.commHash = comm->bootstrap->commHash();
+  ctx.secret = comm->bootstrap->secret();
+  ctx.peers.resize(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    std::span<const std::byte> blob = comm->bootstrap->peerInfo(r);
+    if (blob.size() != sizeof(transport::PeerInfo))
+      return ATOLL_ERROR(ncclInternalError, "rank %d published a peer description of %zu bytes", r, blob.size());
+    std::memcpy(&ctx.peers[static_cast<size_t>(r)], blob.data(), blob.size());
+  }
+  ctx.bufferBytes = static_cast<size_t>(std::max<int64_t>(64 << 10, params::getInt(params::Id::BuffSize))) / 8 * 8;
+  ctx.timeoutMs = static_cast<int>(params::getInt(params::Id::BootstrapTimeoutMs));
+  ctx.abort = &comm->abortFlag;
+  ATOLL_CHECK(comm->links.shm->attach(ctx));
+  ATOLL_CHECK(comm->links.socket->attach(ctx));
+  comm->links.nchannels = channelCount();
+  ATOLL_CHECK(connectPeers(comm));
+  ATOLL_INFO(log::kInit, "comm %p rank %d nranks %d device %s interface %s ready", (void*)comm, rank, nranks,
+             comm->device->name(), ifname.c_str());
+  return Status::Ok();
+}
+
+namespace {
+
+Status validateInitArgs(ncclComm_t* out, int nranks, int rank, const char* fn) {
+  if (out == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "%s: comm pointer is NULL", fn);
+  if (nranks < 1) return ATOLL_ERROR(ncclInvalidArgument, "%s: nranks %d must be at least 1", fn, nranks);
+  if (rank < 0 || rank >= nranks)
+    return ATOLL_ERROR(ncclInvalidArgument, "%s: rank %d is out of range [0, %d)", fn, rank, nranks);
+  return Status::Ok();
+}
+
+/// Allocates and registers the handle now; the rendezvous runs now or at the enclosing ncclGroupEnd.
+Status startInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* userConfig,
+                 int cudaDev, const char* fn) {
+  ATOLL_CHECK(validateInitArgs(out, nranks, rank, fn));
+  if (!bootstrap::isValidUniqueId(id))
+    return ATOLL_ERROR(ncclInvalidArgument, "%s: the unique id is not one made by ncclGetUniqueId", fn);
+  ATOLL_ASSIGN_OR_RETURN(ncclConfig_t config, resolveConfig(userConfig));
+  auto* comm = new ncclComm();
+  comm->cudaDev = cudaDev;
+  registerComm(comm);
+  *out = comm;
+  return enqueueInit([comm, nranks, id, rank, config]() -> Status {
+    Status s = initComm(comm, nranks, id, rank, config);
+    if (!s.ok()) {
+      comm->state.store(CommState::Failed);
+      comm->asyncError.store(s.code());
+      return s;
+    }
+    comm->state.store(CommState::Ready, std::memory_order_release);
+    return s;
+  });
+}
+
+void destroyNow(ncclComm* comm) {
+  unregisterComm(comm);
+  delete comm;
+}
+
+}  // namespace
+}  // namespace atl
+
+using namespace atl;
+
+NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
+  return apiGuard(__func__, [&]() -> Status {
+    if (uniqueId == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
+    ATOLL_ASSIGN_OR_RETURN(*uniqueId, bootstrap::generateUniqueId());
+    return Status::Ok();
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+         ncclConfig_t* config) {
+  return apiGuard(__func__, [&] { return startInit(comm, nranks, commId, rank, config, 0, "ncclCommInitRankConfig"); });
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return apiGuard(__func__, [&] { return startInit(comm, nranks, commId, rank, nullptr, 0, "ncclCommInitRank"); });
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
+         ncclUniqueId* commIds, ncclConfig_t* config) {
+  return apiGuard(__func__, [&]() -> Status {
+    if (nId < 1 || commIds == nullptr)
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclCommInitRankScalable: need at least one unique id (nId=%d)", nId);
+    // One root serves every rank here; the extra ids only spread load in NCCL.
+    return startInit(newcomm, nranks, commIds[0], myrank, config, 0, "ncclCommInitRankScalable");
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
+  return apiGuard(__func__, [&]() -> Status {
+    if (comms == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommInitAll: comms is NULL");
+    if (ndev < 1) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommInitAll: ndev %d must be at least 1", ndev);
+    ATOLL_ASSIGN_OR_RETURN(ncclUniqueId id, bootstrap::generateUniqueId(/*ignoreCommIdEnv=*/true));
+    ATOLL_CHECK(groupStart());
+    Status first;
+    for (int i = 0; i < ndev && first.ok(); ++i)
+      first = startInit(&comms[i], ndev, id, i, nullptr, devlist ? devlist[i] : i, "ncclCommInitAll");
+    Status end = groupEnd();
+    if (first.ok()) first = end;
+    if (!first.ok())
+      for (int i = 0; i < ndev; ++i)
+        if (comms[i] && isLiveComm(comms[i])) {
+          destroyNow(comms[i]);
+          comms[i] = nullptr;
+        }
+    return first;
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  // The host backend completes every call before returning, so there is nothing left to flush.
+  return apiGuard(__func__, [&] { return checkComm(comm, "ncclCommFinalize"); });
+}
+
+NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  return apiGuard(__func__, [&]() -> Status {
+    if (comm == nullptr) return Status::Ok();  // as NCCL: destroying NULL is a no-op
+    if (!isLiveComm(comm))
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclCommDestroy: %p is not a live communicator", (void*)comm);
+    if (comm->activeCalls.load() > 0)
+      return ATOLL_ERROR(ncclInvalidUsage, "ncclCommDestroy: communicator is still in use by another thread");
+    destroyNow(comm);
+    return Status::Ok();
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  return apiGuard(__func__, [&]() -> Status {
+    if (comm == nullptr) return Status::Ok();
+    if (!isLiveComm(comm))
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclCommAbort: %p is not a live communicator", (void*)comm);
+    comm->abortFlag.store(true, std::memory_order_release);
+    // Calls blocked in the engine see the flag within one poll; wait (bounded) for them to leave.
+    for (int i = 0; i < 10000 && comm->activeCalls.load() > 0; ++i) usleep(1000);
+    if (comm->activeCalls.load() > 0)
+      return ATOLL_ERROR(ncclInternalError, "ncclCommAbort: a call did not leave the communicator within 10 s");
+    destroyNow(comm);
+    return Status::Ok();
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_CHECK(checkComm(comm, "ncclCommRevoke"));
+    (void)revokeFlags;
+    return ATOLL_ERROR(ncclInvalidUsage, "ncclCommRevoke is not implemented yet in Atoll");
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+         ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_CHECK(checkComm(comm, "ncclCommShrink"));
+    (void)excludeRanksList, (void)excludeRanksCount, (void)newcomm, (void)config, (void)shrinkFlags;
+    return ATOLL_ERROR(ncclInvalidUsage, "ncclCommShrink is not implemented yet in Atoll");
+  });
+}

@@ -1,0 +1,181 @@
+// Query, error-reporting, memory and reduction-operator entry points.
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+
+#include "core/comm.h"
+#include "core/nccl_api.h"
+#include "kernels/host/reduce.h"
+
+using namespace atl;
+
+namespace {
+// Buffers handed out by ncclCommRegister, so a bad handle at deregistration is an error.
+std::mutex gRegMutex;
+std::unordered_set<void*> gRegistrations;
+struct Registration {
+  const ncclComm* comm;
+  void* buff;
+  size_t size;
+};
+}  // namespace
+
+NCCL_API(ncclResult_t, ncclGetVersion, int* version) {
+  return apiGuard(__func__, [&]() -> Status {
+    if (version == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclGetVersion: version is NULL");
+    *version = NCCL_VERSION_CODE;
+    return Status::Ok();
+  });
+}
+
+NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the Atoll developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+NCCL_API(const char*, ncclGetLastError, ncclComm_t) {
+  // Errors are recorded per thread: the calling thread is the one that saw the failure.
+  return lastErrorMessage().c_str();
+}
+
+NCCL_API(void, ncclResetDebugInit, void) { log::reset(); }
+
+NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
+  return apiGuard(__func__, [&]() -> Status {
+    if (asyncError == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+    if (comm == nullptr || !isLiveComm(comm))
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclCommGetAsyncError: not a live communicator");
+    ncclResult_t e = comm->asyncError.load();
+    if (e == ncclSuccess && comm->state.load() == CommState::Initializing) e = ncclInProgress;
+    *asyncError = e;
+    return Status::Ok();
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_CHECK(checkComm(comm, "ncclCommCount"));
+    if (count == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommCount: count is NULL");
+    *count = comm->nranks;
+    return Status::Ok();
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_CHECK(checkComm(comm, "ncclCommCuDevice"));
+    if (device == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommCuDevice: device is NULL");
+    *device = comm->cudaDev;
+    return Status::Ok();
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_CHECK(checkComm(comm, "ncclCommUserRank"));
+    if (rank == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommUserRank: rank is NULL");
+    *rank = comm->rank;
+    return Status::Ok();
+  });
+}
+
+NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
+  return apiGuard(__func__, [&]() -> Status {
+    if (ptr == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
+    ATOLL_ASSIGN_OR_RETURN(const device::Device* dev, device::select());
+    ATOLL_ASSIGN_OR_RETURN(*ptr, dev->allocate(size));
+    return Status::Ok();
+  });
+}
+
+NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_ASSIGN_OR_RETURN(const device::Device* dev, device::select());
+    return dev->release(ptr);
+  });
+}
+
+// Host buffers need no pinning for the shm/socket transports, so registration only records the
+// buffer; it exists so that code written for NCCL's zero-copy paths runs unchanged.
+NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_CHECK(checkComm(comm, "ncclCommRegister"));
+    if (handle == nullptr || (buff == nullptr && size > 0))
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclCommRegister: NULL handle or buffer");
+    auto* reg = new Registration{comm, buff, size};
+    std::lock_guard<std::mutex> lock(gRegMutex);
+    gRegistrations.insert(reg);
+    *handle = reg;
+    return Status::Ok();
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_CHECK(checkComm(comm, "ncclCommDeregister"));
+    std::lock_guard<std::mutex> lock(gRegMutex);
+    auto it = gRegistrations.find(handle);
+    if (it == gRegistrations.end() || static_cast<Registration*>(handle)->comm != comm)
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclCommDeregister: %p is not a registration of this communicator", handle);
+    gRegistrations.erase(it);
+    delete static_cast<Registration*>(handle);
+    return Status::Ok();
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+         int winFlags) {
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_CHECK(checkComm(comm, "ncclCommWindowRegister"));
+    (void)buff, (void)size, (void)win, (void)winFlags;
+    return ATOLL_ERROR(ncclInvalidUsage, "ncclCommWindowRegister (symmetric memory) is not supported by the host backend");
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_CHECK(checkComm(comm, "ncclCommWindowDeregister"));
+    (void)win;
+    return ATOLL_ERROR(ncclInvalidUsage, "ncclCommWindowDeregister (symmetric memory) is not supported by the host backend");
+  });
+}
+
+NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+         ncclScalarResidence_t residence, ncclComm_t comm) {
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_CHECK(checkComm(comm, "ncclRedOpCreatePreMulSum"));
+    if (op == nullptr || scalar == nullptr)
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: op or scalar is NULL");
+    if (static_cast<int>(datatype) < 0 || static_cast<int>(datatype) >= ncclNumTypes)
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid datatype %d", static_cast<int>(datatype));
+    if (residence != ncclScalarDevice && residence != ncclScalarHostImmediate)
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid residence %d", static_cast<int>(residence));
+    PreMulSum pm;
+    pm.dtype = datatype;
+    pm.residence = residence;
+    pm.scalarPtr = scalar;
+    std::memcpy(pm.scalar, scalar, kernels::dtypeSize(datatype));
+    *op = comm->redops.create(pm);
+    return Status::Ok();
+  });
+}
+
+NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_CHECK(checkComm(comm, "ncclRedOpDestroy"));
+    if (static_cast<int>(op) < ncclNumOps)
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpDestroy: %d is a built-in operator", static_cast<int>(op));
+    if (!comm->redops.destroy(op))
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpDestroy: op %d was not created on this communicator", static_cast<int>(op));
+    return Status::Ok();
+  });
+}

@@ -1,0 +1,45 @@
+// The one place every environment variable is declared: ATOLL_PARAM(id, name, type, default, doc).
+// Included by params.h (enum), params.cc (table) and atoll-info/docs generation. Add new ones here.
+// NOLINT(build/header_guard): X-macro file, included several times on purpose.
+
+// Logging
+ATOLL_PARAM(Debug, "NCCL_DEBUG", String, "WARN", "Log level: VERSION, WARN, INFO, ABORT or TRACE.")
+ATOLL_PARAM(DebugSubsys, "NCCL_DEBUG_SUBSYS", String, "INIT,BOOTSTRAP,ENV",
+            "Comma-separated subsystems logged at INFO (INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, ENV, ALLOC, "
+            "CALL, PROXY, BOOTSTRAP, ALL); a leading ^ inverts the list.")
+ATOLL_PARAM(DebugFile, "NCCL_DEBUG_FILE", String, "",
+            "Write logs to this file instead of stdout; %h is replaced by the host name, %p by the pid.")
+
+// Bootstrap
+ATOLL_PARAM(CommId, "NCCL_COMM_ID", String, "",
+            "host:port of the bootstrap root. When set, rank 0 serves the rendezvous there and every rank may "
+            "call ncclGetUniqueId locally; the secret is derived from this value and ATOLL_BOOTSTRAP_SECRET.")
+ATOLL_PARAM(BootstrapSecret, "ATOLL_BOOTSTRAP_SECRET", String, "",
+            "Extra secret mixed into the unique id when NCCL_COMM_ID is used (all ranks must agree).")
+ATOLL_PARAM(SocketIfname, "NCCL_SOCKET_IFNAME", String, "",
+            "Interfaces for bootstrap and socket traffic: prefixes, '^' to exclude, '=' for exact names "
+            "(e.g. eth0, ^docker,lo, =ens1f0). Default: the first non-loopback interface, else loopback.")
+ATOLL_PARAM(BootstrapTimeoutMs, "ATOLL_BOOTSTRAP_TIMEOUT_MS", Int, "120000",
+            "Deadline for the rendezvous and every bootstrap exchange at init.")
+ATOLL_PARAM(HostId, "NCCL_HOSTID", String, "",
+            "Override the host identity used to decide which peers share a host (and so shared memory).")
+
+// Transports
+ATOLL_PARAM(ShmDisable, "NCCL_SHM_DISABLE", Bool, "0", "Disable the shared-memory transport (use sockets).")
+ATOLL_PARAM(Net, "NCCL_NET", String, "",
+            "Network transport for peers on other hosts; only 'Socket' is available in this build.")
+ATOLL_PARAM(BuffSize, "NCCL_BUFFSIZE", Size, "4194304",
+            "Bytes of buffering per connection and direction (shared-memory ring, socket staging).")
+
+// Algorithms and engine
+ATOLL_PARAM(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "Minimum number of channels (parallel rings).")
+ATOLL_PARAM(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "2", "Maximum number of channels (parallel rings).")
+ATOLL_PARAM(ChunkBytes, "ATOLL_CHUNK_BYTES", Size, "131072",
+            "Pipelining granularity of chain algorithms (broadcast, reduce) and the minimum per-channel share.")
+ATOLL_PARAM(TimeoutMs, "ATOLL_TIMEOUT_MS", Int, "300000",
+            "A collective that makes no progress for this long fails with ncclSystemError (0 = wait forever).")
+ATOLL_PARAM(SpinCount, "ATOLL_SPIN_COUNT", Int, "200",
+            "Idle polls before the progress loop yields the CPU; keeps oversubscribed hosts responsive.")
+
+// Devices
+ATOLL_PARAM(Device, "ATOLL_DEVICE", String, "auto", "Device backend: auto, host or cuda.")

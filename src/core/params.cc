@@ -1,0 +1,126 @@
+#include "core/params.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "core/debug.h"
+
+namespace atl::params {
+namespace {
+
+constexpr Def kDefs[] = {
+#define ATOLL_PARAM(id, name, type, def, doc) {Id::id, name, Type::type, def, doc},
+#include "core/param_list.h"
+#undef ATOLL_PARAM
+};
+static_assert(std::size(kDefs) == static_cast<size_t>(Id::Count));
+
+struct Value {
+  int64_t number = 0;
+  std::string text;
+  Source source = Source::Default;
+};
+
+bool parseInt(const std::string& text, int64_t* out) {
+  if (text.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 0);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+bool parseBool(const std::string& text, int64_t* out) {
+  if (text == "1" || text == "true" || text == "TRUE" || text == "yes" || text == "on") return *out = 1, true;
+  if (text == "0" || text == "false" || text == "FALSE" || text == "no" || text == "off") return *out = 0, true;
+  return false;
+}
+
+bool parseTyped(Type type, const std::string& text, int64_t* out) {
+  switch (type) {
+    case Type::Int: return parseInt(text, out);
+    case Type::Bool: return parseBool(text, out);
+    case Type::Size: return parseSize(text, out);
+    case Type::String: return true;
+  }
+  return false;
+}
+
+class Cache {
+ public:
+  const Value& get(Id id) {
+    std::call_once(once_, [this] { load(); });
+    return values_[static_cast<size_t>(id)];
+  }
+  void reset() {
+    std::lock_guard<std::mutex> lock(resetMutex_);
+    values_.clear();
+    once_.~once_flag();
+    new (&once_) std::once_flag();
+  }
+
+ private:
+  void load() {
+    values_.resize(std::size(kDefs));
+    for (const Def& d : kDefs) {
+      Value& v = values_[static_cast<size_t>(d.id)];
+      v.text = d.defaultValue;
+      parseTyped(d.type, v.text, &v.number);
+      const char* env = std::getenv(d.name);
+      if (env == nullptr) continue;
+      int64_t parsed = 0;
+      if (!parseTyped(d.type, env, &parsed)) {
+        // Logging reads params too, so this warning goes straight to stderr.
+        std::fprintf(stderr, "NCCL WARN Ignoring invalid value '%s' for %s; using default '%s'\n", env, d.name,
+                     d.defaultValue);
+        continue;
+      }
+      v.text = env;
+      v.number = parsed;
+      v.source = Source::Env;
+    }
+  }
+
+  std::once_flag once_;
+  std::mutex resetMutex_;
+  std::vector<Value> values_;
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+}  // namespace
+
+std::span<const Def> all() { return kDefs; }
+const Def& def(Id id) { return kDefs[static_cast<size_t>(id)]; }
+int64_t getInt(Id id) { return cache().get(id).number; }
+bool getBool(Id id) { return cache().get(id).number != 0; }
+const std::string& getString(Id id) { return cache().get(id).text; }
+Source source(Id id) { return cache().get(id).source; }
+std::string valueText(Id id) { return cache().get(id).text; }
+void reloadForTesting() { cache().reset(); }
+
+bool parseSize(const std::string& text, int64_t* out) {
+  if (text.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 0);
+  if (errno != 0 || end == text.c_str() || text[0] == '-') return false;
+  unsigned long long mult = 1;
+  std::string suffix(end);
+  if (suffix == "K" || suffix == "k" || suffix == "KB" || suffix == "KiB") mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MB" || suffix == "MiB") mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GB" || suffix == "GiB") mult = 1ull << 30;
+  else if (!suffix.empty()) return false;
+  if (v > static_cast<unsigned long long>(LLONG_MAX) / mult) return false;
+  *out = static_cast<int64_t>(v * mult);
+  return true;
+}
+
+}  // namespace atl::params

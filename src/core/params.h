@@ -1,0 +1,46 @@
+// Typed, cached access to environment parameters. Every variable is declared once in param_list.h;
+// values are read from the environment on first use and then cached for the process lifetime.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace atl::params {
+
+enum class Type { Int, Bool, String, Size };
+enum class Source { Default, Env };
+
+enum class Id : int {
+#define ATOLL_PARAM(id, name, type, def, doc) id,
+#include "core/param_list.h"
+#undef ATOLL_PARAM
+  Count
+};
+
+struct Def {
+  Id id;
+  const char* name;
+  Type type;
+  const char* defaultValue;
+  const char* doc;
+};
+
+std::span<const Def> all();
+const Def& def(Id id);
+
+/// Value of an Int, Bool or Size parameter (an invalid setting warns once and yields the default).
+int64_t getInt(Id id);
+bool getBool(Id id);
+const std::string& getString(Id id);
+Source source(Id id);
+/// The value as text, as atoll-info prints it.
+std::string valueText(Id id);
+
+/// Parses "4M", "128K", "1G", "4096" into bytes; false on garbage or overflow.
+bool parseSize(const std::string& text, int64_t* out);
+
+/// Drops the cache so the next read sees the current environment (tests, ncclResetDebugInit).
+void reloadForTesting();
+
+}  // namespace atl::params

@@ -1,0 +1,117 @@
+#include "core/plan_builder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/p2p.h"
+#include "core/comm.h"
+#include "core/params.h"
+
+namespace atl {
+namespace {
+
+/// Elements of input this rank contributes to a reduction (what PreMulSum scales).
+size_t reductionInputCount(const OpDesc& op, int nranks) {
+  return op.coll == algo::Coll::ReduceScatter ? op.count * static_cast<size_t>(nranks) : op.count;
+}
+
+bool isInPlace(const OpDesc& op, int rank, size_t esz) {
+  auto send = static_cast<const std::byte*>(op.sendbuff);
+  auto recv = static_cast<const std::byte*>(op.recvbuff);
+  const size_t block = op.count * esz;
+  switch (op.coll) {
+    case algo::Coll::AllGather: return send == recv + static_cast<size_t>(rank) * block;
+    case algo::Coll::ReduceScatter: return recv == send + static_cast<size_t>(rank) * block;
+    case algo::Coll::Gather: return rank == op.root && send == recv + static_cast<size_t>(op.root) * block;
+    case algo::Coll::Scatter: return rank == op.root && recv == send + static_cast<size_t>(op.root) * block;
+    default: return send == recv;
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op) {
+  ncclComm* comm = op.comm;
+  const size_t esz = kernels::dtypeSize(op.dtype);
+  if (op.count == 0) return std::unique_ptr<engine::Plan>();
+  auto plan = std::make_unique<engine::Plan>();
+  plan->dtype = op.dtype;
+  plan->elemSize = esz;
+  plan->buffers = {const_cast<std::byte*>(static_cast<const std::byte*>(op.sendbuff)),
+                   static_cast<std::byte*>(op.recvbuff), nullptr};
+  char what[128];
+  snprintf(what, sizeof(what), "%s(count %zu, %s) on rank %d/%d", algo::collName(op.coll), op.count,
+           kernels::dtypeName(op.dtype), comm->rank, comm->nranks);
+  plan->what = what;
+
+  algo::CollSpec spec;
+  spec.coll = op.coll;
+  spec.nranks = comm->nranks;
+  spec.rank = comm->rank;
+  spec.root = op.root;
+  spec.count = op.count;
+  spec.nchannels = comm->links.nchannels;
+  spec.chunkElems = std::max<size_t>(1, static_cast<size_t>(params::getInt(params::Id::ChunkBytes)) / esz);
+  spec.inPlace = isInPlace(op, comm->rank, esz);
+
+  const bool reduces = op.coll == algo::Coll::AllReduce || op.coll == algo::Coll::Reduce ||
+                       op.coll == algo::Coll::ReduceScatter;
+  if (reduces) {
+    switch (op.op) {
+      case ncclProd: plan->op = kernels::RedOp::Prod; break;
+      case ncclMax: plan->op = kernels::RedOp::Max; break;
+      case ncclMin: plan->op = kernels::RedOp::Min; break;
+      default: plan->op = kernels::RedOp::Sum; break;
+    }
+    if (static_cast<int>(op.op) >= ncclNumOps) {
+      // PreMulSum: each rank scales its own input once, then the schedule sums as usual.
+      std::optional<PreMulSum> pm = comm->redops.find(op.op);
+      if (!pm) return ATOLL_ERROR(ncclInvalidArgument, "reduction op %d was destroyed", static_cast<int>(op.op));
+      const size_t n = reductionInputCount(op, comm->nranks);
+      plan->ownedInput.reset(new std::byte[n * esz]);
+      plan->buffers[algo::kSendBuf] = plan->ownedInput.get();
+      spec.inPlace = false;
+      const void* userInput = op.sendbuff;
+      PreMulSum scalar = *pm;
+      plan->prologue = [userInput, scalar, n](engine::Plan& p) {
+        const void* s = scalar.residence == ncclScalarDevice ? scalar.scalarPtr : scalar.scalar;
+        kernels::scale(p.dtype, p.ownedInput.get(), userInput, s, n);
+      };
+    } else if (op.op == ncclAvg) {
+      // Sum, then divide once on the ranks that hold results: one rounding, exact for integers.
+      const bool holdsResult = op.coll != algo::Coll::Reduce || comm->rank == op.root;
+      const int nranks = comm->nranks;
+      const size_t n = op.count;
+      if (holdsResult)
+        plan->epilogue = [nranks, n](engine::Plan& p) { kernels::divide(p.dtype, p.buffers[algo::kRecvBuf], n, nranks); };
+    }
+  }
+  plan->schedule = algo::buildSchedule(spec);
+  return plan;
+}
+
+Result<std::unique_ptr<engine::Plan>> buildP2PPlan(ncclComm* comm, const std::vector<const OpDesc*>& ops) {
+  auto plan = std::make_unique<engine::Plan>();
+  plan->dtype = ncclInt8;
+  plan->elemSize = 1;
+  plan->buffers.assign(algo::kFirstUserBuf, nullptr);
+  std::vector<algo::P2POp> p2p;
+  for (const OpDesc* op : ops) {
+    algo::P2POp x;
+    x.isSend = op->isSend;
+    x.peer = op->root;
+    x.bytes = op->count * kernels::dtypeSize(op->dtype);
+    x.buf = static_cast<algo::BufId>(plan->buffers.size());
+    plan->buffers.push_back(op->isSend ? const_cast<std::byte*>(static_cast<const std::byte*>(op->sendbuff))
+                                       : static_cast<std::byte*>(op->recvbuff));
+    if (x.bytes > 0) p2p.push_back(x);
+  }
+  char what[96];
+  snprintf(what, sizeof(what), "SendRecv batch of %zu ops on rank %d/%d", ops.size(), comm->rank, comm->nranks);
+  plan->what = what;
+  plan->schedule = algo::buildP2P(p2p, comm->rank, comm->nranks);
+  if (plan->schedule.programs.empty()) return std::unique_ptr<engine::Plan>();
+  return plan;
+}
+
+}  // namespace atl

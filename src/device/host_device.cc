@@ -1,0 +1,44 @@
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "core/params.h"
+#include "device/device.h"
+
+namespace atl::device {
+namespace {
+
+class HostDevice final : public Device {
+ public:
+  Kind kind() const override { return Kind::Host; }
+  const char* name() const override { return "host"; }
+  Result<void*> allocate(size_t bytes) const override {
+    // Page alignment keeps buffers friendly to shared-memory transports and SIMD kernels.
+    size_t rounded = (bytes + 4095) / 4096 * 4096;
+    void* p = std::aligned_alloc(4096, rounded == 0 ? 4096 : rounded);
+    if (p == nullptr) return ATOLL_ERROR(ncclSystemError, "host allocation of %zu bytes failed", bytes);
+    return p;
+  }
+  Status release(void* ptr) const override {
+    std::free(ptr);
+    return Status::Ok();
+  }
+  Status synchronize(cudaStream_t) const override { return Status::Ok(); }
+};
+
+}  // namespace
+
+const Device& host() {
+  static const HostDevice device;
+  return device;
+}
+
+Result<const Device*> select() {
+  const std::string& want = params::getString(params::Id::Device);
+  if (want == "auto" || want == "host" || want.empty()) return &host();
+  if (want == "cuda")
+    return ATOLL_ERROR(ncclInvalidUsage, "ATOLL_DEVICE=cuda: the CUDA backend is not built in this version (host only)");
+  return ATOLL_ERROR(ncclInvalidArgument, "ATOLL_DEVICE=%s is not a backend (valid: auto, host, cuda)", want.c_str());
+}
+
+}  // namespace atl::device

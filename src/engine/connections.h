@@ -1,0 +1,34 @@
+// The communicator's links, indexed by (channel, peer). Owned here so the engine can look a link up
+// without knowing how (or by which transport) it was made.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "transports/transport.h"
+
+namespace atl::engine {
+
+class ConnTable {
+ public:
+  void resize(int nchannels, int nranks) {
+    nranks_ = nranks;
+    links_.clear();
+    links_.resize(static_cast<size_t>(nchannels) * static_cast<size_t>(nranks));
+  }
+  void set(int channel, int peer, std::unique_ptr<transport::Connection> c) { links_[index(channel, peer)] = std::move(c); }
+  transport::Connection* get(int channel, int peer) const {
+    size_t i = index(channel, peer);
+    return i < links_.size() ? links_[i].get() : nullptr;
+  }
+  void clear() { links_.clear(); }
+
+ private:
+  size_t index(int channel, int peer) const {
+    return static_cast<size_t>(channel) * static_cast<size_t>(nranks_) + static_cast<size_t>(peer);
+  }
+  int nranks_ = 0;
+  std::vector<std::unique_ptr<transport::Connection>> links_;
+};
+
+}  // namespace atl::engine

@@ -1,0 +1,226 @@
+#include "engine/executor.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/debug.h"
+
+namespace atl::engine {
+namespace {
+
+// Every message is padded to a multiple of 8 bytes on the wire so that elements never straddle the
+// end of a transport ring (transports/transport.h, stream contract).
+constexpr size_t kWireAlign = 8;
+constexpr std::byte kZeros[kWireAlign] = {};
+size_t wireSize(size_t bytes) { return (bytes + kWireAlign - 1) / kWireAlign * kWireAlign; }
+
+struct ProgramState {
+  const algo::Program* program = nullptr;
+  size_t step = 0;
+  size_t sent = 0;  // wire bytes of the current step already handed to the transport
+  size_t recvd = 0;
+  transport::Connection* sendConn = nullptr;
+  transport::Connection* recvConn = nullptr;
+  bool done() const { return step >= program->steps.size(); }
+};
+
+class PlanRun {
+ public:
+  PlanRun(Plan& plan, const ConnTable& conns) : plan_(plan), conns_(conns) {}
+
+  Status start() {
+    if (plan_.prologue) plan_.prologue(plan_);
+    size_t scratchBytes = plan_.schedule.scratchElems * plan_.elemSize;
+    if (scratchBytes > 0) {
+      plan_.ownedScratch.reset(new (std::nothrow) std::byte[scratchBytes]);
+      if (!plan_.ownedScratch) return ATOLL_ERROR(ncclSystemError, "cannot allocate %zu bytes of scratch for %s", scratchBytes, plan_.what.c_str());
+    }
+    if (plan_.buffers.size() <= algo::kScratchBuf) plan_.buffers.resize(algo::kScratchBuf + 1, nullptr);
+    plan_.buffers[algo::kScratchBuf] = plan_.ownedScratch.get();
+    states_.resize(plan_.schedule.programs.size());
+    for (size_t i = 0; i < states_.size(); ++i) {
+      states_[i].program = &plan_.schedule.programs[i];
+      ATOLL_CHECK(bindStep(states_[i]));
+    }
+    return Status::Ok();
+  }
+
+  /// One pass over all programs; sets `moved` when any byte moved.
+  Status progress(bool* moved) {
+    bool allDone = true;
+    for (ProgramState& ps : states_) {
+      while (!ps.done()) {
+        bool stepDone = false;
+        ATOLL_CHECK(advance(ps, moved, &stepDone));
+        if (!stepDone) break;
+        ++ps.step;
+        ps.sent = ps.recvd = 0;
+        ATOLL_CHECK(bindStep(ps));
+      }
+      allDone = allDone && ps.done();
+    }
+    if (allDone && !finished_) {
+      finished_ = true;
+      if (plan_.epilogue) plan_.epilogue(plan_);
+    }
+    return Status::Ok();
+  }
+
+  bool finished() const { return finished_; }
+
+  /// Where the plan is stuck, for timeout messages.
+  std::string waitingOn() const {
+    for (const ProgramState& ps : states_) {
+      if (ps.done()) continue;
+      const algo::Step& st = ps.program->steps[ps.step];
+      char buf[160];
+      snprintf(buf, sizeof(buf), "step %zu/%zu of channel %d (send to %d: %zu/%zu B, recv from %d: %zu/%zu B)", ps.step,
+               ps.program->steps.size(), ps.program->channel, st.sendPeer, ps.sent, wireSize(st.sendCount * plan_.elemSize),
+               st.recvPeer, ps.recvd, wireSize(st.recvCount * plan_.elemSize));
+      return buf;
+    }
+    return "nothing";
+  }
+
+ private:
+  std::byte* at(const algo::Ref& r) const { return plan_.buffers[r.buf] + r.offset * plan_.elemSize; }
+
+  Status bindStep(ProgramState& ps) {
+    if (ps.done()) return Status::Ok();
+    const algo::Step& st = ps.program->steps[ps.step];
+    ps.sendConn = ps.recvConn = nullptr;
+    if (st.kind != algo::StepKind::Transfer) return Status::Ok();
+    if (st.sendPeer >= 0 && !(ps.sendConn = conns_.get(ps.program->channel, st.sendPeer)))
+      return ATOLL_ERROR(ncclInternalError, "%s: no connection to rank %d on channel %d", plan_.what.c_str(), st.sendPeer, ps.program->channel);
+    if (st.recvPeer >= 0 && !(ps.recvConn = conns_.get(ps.program->channel, st.recvPeer)))
+      return ATOLL_ERROR(ncclInternalError, "%s: no connection to rank %d on channel %d", plan_.what.c_str(), st.recvPeer, ps.program->channel);
+    return Status::Ok();
+  }
+
+  Status advance(ProgramState& ps, bool* moved, bool* stepDone) {
+    const algo::Step& st = ps.program->steps[ps.step];
+    const size_t esz = plan_.elemSize;
+    if (st.kind == algo::StepKind::LocalCopy) {
+      std::byte* dst = at(st.dst);
+      const std::byte* src = at(st.src);
+      if (dst != src) kernels::copy(dst, src, st.sendCount * esz);
+      *moved = true;
+      *stepDone = true;
+      return Status::Ok();
+    }
+    if (ps.sendConn) {
+      const size_t bytes = st.sendCount * esz, wire = wireSize(bytes);
+      const std::byte* src = at(st.src);
+      while (ps.sent < wire) {
+        const void* from = ps.sent < bytes ? static_cast<const void*>(src + ps.sent) : kZeros;
+        size_t len = ps.sent < bytes ? bytes - ps.sent : wire - ps.sent;
+        ATOLL_ASSIGN_OR_RETURN(size_t n, ps.sendConn->send(from, len));
+        if (n == 0) break;
+        ps.sent += n;
+        *moved = true;
+      }
+    }
+    if (ps.recvConn) {
+      const size_t bytes = st.recvCount * esz, wire = wireSize(bytes);
+      std::byte* dst = at(st.dst);
+      while (ps.recvd < wire) {
+        ATOLL_ASSIGN_OR_RETURN(std::span<const std::byte> view, ps.recvConn->peek());
+        if (view.empty()) break;
+        size_t take;
+        if (ps.recvd < bytes) {
+          take = std::min(view.size(), bytes - ps.recvd);
+          take -= take % esz;
+          if (take == 0) break;  // a partial element: its rest is still in flight
+          if (st.reduce)
+            kernels::reduce(plan_.dtype, plan_.op, dst + ps.recvd, at(st.acc) + ps.recvd, view.data(), take / esz);
+          else
+            kernels::copy(dst + ps.recvd, view.data(), take);
+        } else {
+          take = std::min(view.size(), wire - ps.recvd);
+        }
+        ps.recvConn->consume(take);
+        ps.recvd += take;
+        *moved = true;
+      }
+    }
+    *stepDone = (!ps.sendConn || ps.sent == wireSize(st.sendCount * esz)) &&
+                (!ps.recvConn || ps.recvd == wireSize(st.recvCount * esz));
+    return Status::Ok();
+  }
+
+  Plan& plan_;
+  const ConnTable& conns_;
+  std::vector<ProgramState> states_;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
+  std::vector<std::unique_ptr<PlanRun>> running(queues.size());
+  auto startNext = [&](size_t q) -> Status {
+    CommQueue& cq = queues[q];
+    while (!cq.plans.empty()) {
+      running[q] = std::make_unique<PlanRun>(*cq.plans.front(), *cq.conns);
+      ATOLL_CHECK(running[q]->start());
+      bool moved = false;
+      ATOLL_CHECK(running[q]->progress(&moved));
+      if (!running[q]->finished()) return Status::Ok();
+      cq.plans.pop_front();
+      running[q].reset();
+    }
+    return Status::Ok();
+  };
+  auto failAll = [&](size_t q, Status s) {
+    queues[q].result = s;
+    return s;
+  };
+  for (size_t q = 0; q < queues.size(); ++q)
+    if (Status s = startNext(q); !s.ok()) return failAll(q, s);
+
+  Clock::time_point lastProgress = Clock::now();
+  uint64_t idle = 0;
+  for (;;) {
+    bool anyActive = false, moved = false;
+    for (size_t q = 0; q < queues.size(); ++q) {
+      if (!running[q]) continue;
+      anyActive = true;
+      log::setThreadRank(queues[q].rank);
+      if (aborted(queues[q].abort))
+        return failAll(q, ATOLL_ERROR(ncclSystemError, "%s: communicator aborted", queues[q].plans.front()->what.c_str()));
+      if (Status s = running[q]->progress(&moved); !s.ok()) return failAll(q, s);
+      if (running[q]->finished()) {
+        queues[q].plans.pop_front();
+        running[q].reset();
+        if (Status s = startNext(q); !s.ok()) return failAll(q, s);
+      }
+    }
+    if (!anyActive) return Status::Ok();
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    // Idle: spin a little (latency), then yield so oversubscribed hosts (8 ranks on 2 cores) still
+    // run the peer we wait for, and check the deadline only occasionally (clock reads cost).
+    ++idle;
+    if (idle == 1) lastProgress = Clock::now();
+    if (idle < static_cast<uint64_t>(options.spinCount)) continue;
+    if (idle < static_cast<uint64_t>(options.spinCount) * 64) sched_yield();
+    else usleep(50);
+    if ((idle & 63) == 0 && options.timeoutMs > 0 &&
+        Clock::now() - lastProgress > std::chrono::milliseconds(options.timeoutMs)) {
+      for (size_t q = 0; q < queues.size(); ++q) {
+        if (!running[q]) continue;
+        return failAll(q, ATOLL_ERROR(ncclSystemError, "%s made no progress for %lld ms, waiting at %s",
+                                      queues[q].plans.front()->what.c_str(), static_cast<long long>(options.timeoutMs),
+                                      running[q]->waitingOn().c_str()));
+      }
+    }
+  }
+}
+
+}  // namespace atl::engine

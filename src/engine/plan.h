@@ -1,0 +1,30 @@
+// A Plan is one collective (or one group's point-to-point batch) bound to real buffers, ready for
+// the executor: the schedule from the generator plus the buffer table and the element semantics.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "kernels/host/reduce.h"
+#include "nccl.h"
+
+namespace atl::engine {
+
+struct Plan {
+  algo::Schedule schedule;
+  ncclDataType_t dtype = ncclInt8;
+  size_t elemSize = 1;
+  kernels::RedOp op = kernels::RedOp::Sum;
+  std::vector<std::byte*> buffers;           // indexed by algo::BufId; kScratchBuf filled by the executor
+  std::unique_ptr<std::byte[]> ownedScratch;  // allocated when the plan starts
+  std::unique_ptr<std::byte[]> ownedInput;    // e.g. the pre-scaled input of PreMulSum
+  std::function<void(Plan&)> prologue;        // runs when the plan starts (reads user input then)
+  std::function<void(Plan&)> epilogue;        // runs after every program finished (e.g. Avg division)
+  std::string what;                           // "AllReduce 1024 x float" for logs and errors
+};
+
+}  // namespace atl::engine

@@ -1,0 +1,417 @@
+#include "tests/integration/coll_cases.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+namespace collcheck {
+namespace {
+
+constexpr size_t kGuard = 64;
+constexpr unsigned char kGuardByte = 0xA5;
+constexpr unsigned char kJunkByte = 0xEE;
+
+// Host memory with guard zones on both sides, so out-of-bounds writes by the library are caught.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(size_t bytes) : bytes_(bytes), mem_(bytes + 2 * kGuard, kJunkByte) {
+    std::fill(mem_.begin(), mem_.begin() + kGuard, kGuardByte);
+    std::fill(mem_.end() - kGuard, mem_.end(), kGuardByte);
+  }
+  unsigned char* data() { return mem_.data() + kGuard; }
+  const unsigned char* data() const { return mem_.data() + kGuard; }
+  size_t bytes() const { return bytes_; }
+  bool guardsIntact() const {
+    if (mem_.empty()) return true;
+    for (size_t i = 0; i < kGuard; ++i)
+      if (mem_[i] != kGuardByte || mem_[mem_.size() - 1 - i] != kGuardByte) return false;
+    return true;
+  }
+
+ private:
+  size_t bytes_ = 0;
+  std::vector<unsigned char> mem_;
+};
+
+std::mutex gCaseMu;
+std::string gCurrentCase;
+
+// One rank's buffers and state for one case.
+struct RankRun {
+  int rank = 0;
+  ncclComm_t comm = nullptr;
+  Buffer send, recv;          // recv unused when in place
+  unsigned char* sendPtr = nullptr;
+  unsigned char* recvPtr = nullptr;
+  std::vector<unsigned char> sendCopy;  // pristine input, to prove out-of-place input is untouched
+  ncclRedOp_t op = ncclSum;
+  bool opCreated = false;
+  std::unique_ptr<unsigned char[]> scalar;  // must outlive the call for ncclScalarDevice
+  std::vector<std::string> errors;
+};
+
+ncclRedOp_t baseOp(Op op) {
+  switch (op) {
+    case kSum: return ncclSum;
+    case kProd: return ncclProd;
+    case kMax: return ncclMax;
+    case kMin: return ncclMin;
+    case kAvg: return ncclAvg;
+    default: return ncclSum;
+  }
+}
+
+std::string callError(const char* what, ncclResult_t rc, ncclComm_t comm) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s returned %d (%s), last error: %s", what, static_cast<int>(rc),
+                ncclGetErrorString(rc), ncclGetLastError(comm));
+  return buf;
+}
+
+// Element counts of the send and recv buffers for collective `c` (NCCL's argument semantics).
+void bufferCounts(const Case& c, int n, int rank, size_t* sendCount, size_t* recvCount) {
+  const size_t k = c.count, nk = c.count * static_cast<size_t>(n);
+  switch (c.coll) {
+    case Coll::kAllGather: *sendCount = k; *recvCount = nk; break;
+    case Coll::kReduceScatter: *sendCount = nk; *recvCount = k; break;
+    case Coll::kAlltoAll: case Coll::kSendRecvAll: *sendCount = nk; *recvCount = nk; break;
+    case Coll::kGather: *sendCount = k; *recvCount = rank == c.root ? nk : 0; break;
+    case Coll::kScatter: *sendCount = rank == c.root ? nk : 0; *recvCount = k; break;
+    default: *sendCount = k; *recvCount = k; break;
+  }
+}
+
+void fillInput(const Case& c, int n, int rank, unsigned char* p, size_t count) {
+  const TypeInfo& t = typeInfo(c.dt);
+  if (isReduction(c.coll)) {
+    ReduceInputs in(t, c.op, n, c.seed);
+    for (size_t i = 0; i < count; ++i) encodeExact(c.dt, in.value(rank, i), p + i * t.size);
+  } else {
+    for (size_t i = 0; i < count; ++i) movementBytes(c.seed, rank, i, t.size, p + i * t.size);
+  }
+}
+
+void prepare(const Case& c, int n, RankRun& rr) {
+  const TypeInfo& t = typeInfo(c.dt);
+  size_t sc = 0, rc = 0;
+  bufferCounts(c, n, rr.rank, &sc, &rc);
+  const size_t es = t.size;
+  const bool inplace = c.inplace;
+  switch (c.coll) {
+    case Coll::kBcast:
+      rr.recv = Buffer(rc * es);
+      rr.sendPtr = rr.recvPtr = rr.recv.data();
+      if (rr.rank == c.root) fillInput(c, n, rr.rank, rr.recvPtr, c.count);
+      break;
+    case Coll::kAllGather:
+      rr.recv = Buffer(rc * es);
+      rr.recvPtr = rr.recv.data();
+      if (inplace) {
+        rr.sendPtr = rr.recvPtr + static_cast<size_t>(rr.rank) * c.count * es;
+      } else {
+        rr.send = Buffer(sc * es);
+        rr.sendPtr = rr.send.data();
+      }
+      fillInput(c, n, rr.rank, rr.sendPtr, sc);
+      break;
+    case Coll::kReduceScatter:
+      rr.send = Buffer(sc * es);
+      rr.sendPtr = rr.send.data();
+      fillInput(c, n, rr.rank, rr.sendPtr, sc);
+      if (inplace) {
+        rr.recvPtr = rr.sendPtr + static_cast<size_t>(rr.rank) * c.count * es;
+      } else {
+        rr.recv = Buffer(rc * es);
+        rr.recvPtr = rr.recv.data();
+      }
+      break;
+    case Coll::kGather:
+      if (inplace && rr.rank == c.root) {
+        rr.recv = Buffer(rc * es);
+        rr.recvPtr = rr.recv.data();
+        rr.sendPtr = rr.recvPtr + static_cast<size_t>(c.root) * c.count * es;
+      } else {
+        rr.send = Buffer(sc * es);
+        rr.recv = Buffer(rc * es);
+        rr.sendPtr = rr.send.data();
+        rr.recvPtr = rr.recv.data();
+      }
+      fillInput(c, n, rr.rank, rr.sendPtr, sc);
+      break;
+    case Coll::kScatter:
+      rr.send = Buffer(sc * es);
+      rr.sendPtr = rr.send.data();
+      fillInput(c, n, rr.rank, rr.sendPtr, sc);
+      if (inplace && rr.rank == c.root) {
+        rr.recvPtr = rr.sendPtr + static_cast<size_t>(c.root) * c.count * es;
+      } else {
+        rr.recv = Buffer(rc * es);
+        rr.recvPtr = rr.recv.data();
+      }
+      break;
+    default:  // same-sized send and recv; in place means one buffer
+      rr.send = Buffer(sc * es);
+      rr.sendPtr = rr.send.data();
+      fillInput(c, n, rr.rank, rr.sendPtr, sc);
+      if (inplace) {
+        rr.recvPtr = rr.sendPtr;
+      } else {
+        rr.recv = Buffer(rc * es);
+        rr.recvPtr = rr.recv.data();
+      }
+      break;
+  }
+  // The input is untouched only where it does not alias the output.
+  const bool aliased = rr.sendPtr == rr.recvPtr || (inplace && c.coll != Coll::kAlltoAll);
+  if (!aliased && rr.sendPtr && c.coll != Coll::kBcast) rr.sendCopy.assign(rr.sendPtr, rr.sendPtr + sc * es);
+
+  if (isReduction(c.coll)) {
+    if (c.op == kPreMul) {
+      rr.scalar.reset(new unsigned char[8]);
+      encodeExact(c.dt, preMulScalar(t, rr.rank), rr.scalar.get());
+      ncclResult_t r = ncclRedOpCreatePreMulSum(&rr.op, rr.scalar.get(), c.dt, c.residence, rr.comm);
+      if (r != ncclSuccess) {
+        rr.errors.push_back(callError("ncclRedOpCreatePreMulSum", r, rr.comm));
+      } else {
+        rr.opCreated = true;
+        // Host-immediate scalars are read at creation: clobbering the memory must not matter.
+        if (c.residence == ncclScalarHostImmediate) std::memset(rr.scalar.get(), 0x7d, 8);
+      }
+    } else {
+      rr.op = baseOp(c.op);
+    }
+  }
+}
+
+void issue(const Case& c, int n, RankRun& rr) {
+  if (!rr.errors.empty()) return;
+  const size_t es = typeInfo(c.dt).size;
+  const size_t k = c.count;
+  ncclResult_t r = ncclSuccess;
+  const char* name = kCollNames[static_cast<int>(c.coll)];
+  switch (c.coll) {
+    case Coll::kAllReduce: r = ncclAllReduce(rr.sendPtr, rr.recvPtr, k, c.dt, rr.op, rr.comm, nullptr); break;
+    case Coll::kBroadcast: r = ncclBroadcast(rr.sendPtr, rr.recvPtr, k, c.dt, c.root, rr.comm, nullptr); break;
+    case Coll::kBcast: r = ncclBcast(rr.recvPtr, k, c.dt, c.root, rr.comm, nullptr); break;
+    case Coll::kReduce: r = ncclReduce(rr.sendPtr, rr.recvPtr, k, c.dt, rr.op, c.root, rr.comm, nullptr); break;
+    case Coll::kAllGather: r = ncclAllGather(rr.sendPtr, rr.recvPtr, k, c.dt, rr.comm, nullptr); break;
+    case Coll::kReduceScatter:
+      r = ncclReduceScatter(rr.sendPtr, rr.recvPtr, k, c.dt, rr.op, rr.comm, nullptr);
+      break;
+    case Coll::kAlltoAll: r = ncclAlltoAll(rr.sendPtr, rr.recvPtr, k, c.dt, rr.comm, nullptr); break;
+    case Coll::kGather: r = ncclGather(rr.sendPtr, rr.recvPtr, k, c.dt, c.root, rr.comm, nullptr); break;
+    case Coll::kScatter: r = ncclScatter(rr.sendPtr, rr.recvPtr, k, c.dt, c.root, rr.comm, nullptr); break;
+    case Coll::kSendRecvRing: {
+      const int next = (rr.rank + 1) % n, prev = (rr.rank + n - 1) % n;
+      r = ncclSend(rr.sendPtr, k, c.dt, next, rr.comm, nullptr);
+      if (r == ncclSuccess) r = ncclRecv(rr.recvPtr, k, c.dt, prev, rr.comm, nullptr);
+      break;
+    }
+    case Coll::kSendRecvAll:
+      for (int p = 0; p < n && r == ncclSuccess; ++p) {
+        const size_t off = static_cast<size_t>(p) * k * es;
+        r = ncclSend(rr.sendPtr + off, k, c.dt, p, rr.comm, nullptr);
+        if (r == ncclSuccess) r = ncclRecv(rr.recvPtr + off, k, c.dt, p, rr.comm, nullptr);
+      }
+      break;
+    default: break;
+  }
+  if (r != ncclSuccess) rr.errors.push_back(callError(name, r, rr.comm));
+}
+
+std::string mismatch(const Case& c, int rank, size_t index, const std::string& got, const std::string& want) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "rank=%d index=%zu got=%s expected=%s", rank, index, got.c_str(), want.c_str());
+  return c.describe() + " " + buf;
+}
+
+// Appends the first mismatch of this rank's output (the rest are counted, not listed).
+void check(const Case& c, int n, RankRun& rr) {
+  if (rr.opCreated) {
+    ncclResult_t r = ncclRedOpDestroy(rr.op, rr.comm);
+    if (r != ncclSuccess) rr.errors.push_back(callError("ncclRedOpDestroy", r, rr.comm));
+  }
+  if (!rr.errors.empty()) return;
+  const TypeInfo& t = typeInfo(c.dt);
+  const size_t es = t.size, k = c.count;
+  size_t bad = 0;
+  std::string first;
+  auto note = [&](size_t index, const std::string& got, const std::string& want) {
+    if (bad++ == 0) first = mismatch(c, rr.rank, index, got, want);
+  };
+  if (isReduction(c.coll)) {
+    const bool hasOutput = c.coll != Coll::kReduce || rr.rank == c.root;
+    if (hasOutput) {
+      ReduceInputs in(t, c.op, n, c.seed);
+      const size_t base = c.coll == Coll::kReduceScatter ? static_cast<size_t>(rr.rank) * k : 0;
+      for (size_t i = 0; i < k; ++i) {
+        const double want = in.expected(base + i);
+        const double got = decode(c.dt, rr.recvPtr + i * es);
+        if (!in.matches(got, want)) {
+          char w[64];
+          std::snprintf(w, sizeof w, "%.17g", want);
+          note(i, formatElem(c.dt, rr.recvPtr + i * es), w);
+        }
+      }
+    }
+  } else {
+    // (source rank, source index) of every output element.
+    size_t outCount = k;
+    auto source = [&](size_t j, int* src, size_t* srcIndex) {
+      const int p = static_cast<int>(j / std::max<size_t>(k, 1));
+      const size_t i = j % std::max<size_t>(k, 1);
+      switch (c.coll) {
+        case Coll::kAllGather: case Coll::kGather: *src = p; *srcIndex = i; break;
+        case Coll::kAlltoAll: case Coll::kSendRecvAll:
+          *src = p; *srcIndex = static_cast<size_t>(rr.rank) * k + i; break;
+        case Coll::kScatter: *src = c.root; *srcIndex = static_cast<size_t>(rr.rank) * k + j; break;
+        case Coll::kSendRecvRing: *src = (rr.rank + n - 1) % n; *srcIndex = j; break;
+        default: *src = c.root; *srcIndex = j; break;  // broadcast, bcast
+      }
+    };
+    switch (c.coll) {
+      case Coll::kAllGather: case Coll::kAlltoAll: case Coll::kSendRecvAll: outCount = k * n; break;
+      case Coll::kGather: outCount = rr.rank == c.root ? k * n : 0; break;
+      default: break;
+    }
+    unsigned char want[8];
+    for (size_t j = 0; j < outCount; ++j) {
+      int src = 0;
+      size_t si = 0;
+      source(j, &src, &si);
+      movementBytes(c.seed, src, si, es, want);
+      if (std::memcmp(want, rr.recvPtr + j * es, es) != 0)
+        note(j, formatElem(c.dt, rr.recvPtr + j * es), formatElem(c.dt, want));
+    }
+  }
+  if (bad) {
+    rr.errors.push_back(first + (bad > 1 ? " (+" + std::to_string(bad - 1) + " more)" : ""));
+  }
+  if (!rr.sendCopy.empty() && std::memcmp(rr.sendCopy.data(), rr.sendPtr, rr.sendCopy.size()) != 0)
+    rr.errors.push_back(c.describe() + " rank=" + std::to_string(rr.rank) + ": out-of-place input was modified");
+  if (!rr.send.guardsIntact() || !rr.recv.guardsIntact())
+    rr.errors.push_back(c.describe() + " rank=" + std::to_string(rr.rank) + ": write outside the buffer");
+}
+
+}  // namespace
+
+std::string Case::describe() const {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s dtype=%s op=%s count=%zu %s root=%d%s", kCollNames[static_cast<int>(coll)],
+                typeInfo(dt).name, isReduction(coll) ? kOpNames[op] : "-", count,
+                inplace ? "in-place" : "out-of-place", root,
+                op == kPreMul && isReduction(coll)
+                    ? (residence == ncclScalarHostImmediate ? " scalar=host" : " scalar=device")
+                    : "");
+  return buf;
+}
+
+void Stats::fail(const std::string& detail) {
+  failed_.fetch_add(1);
+  std::lock_guard<std::mutex> lk(mu_);
+  if (printed_ < maxPrinted_) {
+    std::printf("FAIL %s\n", detail.c_str());
+    std::fflush(stdout);
+  } else if (printed_ == maxPrinted_) {
+    std::printf("FAIL ... (further failures not printed)\n");
+  }
+  ++printed_;
+}
+
+void setCurrentCase(const std::string& what) {
+  std::lock_guard<std::mutex> lk(gCaseMu);
+  gCurrentCase = what;
+}
+std::string currentCase() {
+  std::lock_guard<std::mutex> lk(gCaseMu);
+  return gCurrentCase;
+}
+
+std::vector<Case> buildCases(const Options& opt, int n) {
+  std::vector<size_t> counts = opt.counts;
+  if (counts.empty()) {
+    if (opt.quick) {
+      counts = {0, 1, 3, 31, 1031, 13 * static_cast<size_t>(n) + 1};
+    } else {
+      counts = {0, 1, 2, 3, 7, 31, 257, 1031, 65537, 13 * static_cast<size_t>(n) + 1,
+                1000 * static_cast<size_t>(n) + static_cast<size_t>(n) - 1};
+    }
+    std::sort(counts.begin(), counts.end());
+    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  }
+  std::vector<int> roots = {0, n - 1, n / 2};
+  if (opt.quick) roots = {n - 1};
+  std::sort(roots.begin(), roots.end());
+  roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+
+  std::vector<Case> cases;
+  uint64_t seed = 1;
+  for (int ci = 0; ci < static_cast<int>(Coll::kCount); ++ci) {
+    if (!opt.colls[static_cast<size_t>(ci)]) continue;
+    const Coll coll = static_cast<Coll>(ci);
+    for (int ti = 0; ti < ncclNumTypes; ++ti) {
+      if (!opt.types[static_cast<size_t>(ti)]) continue;
+      const ncclDataType_t dt = static_cast<ncclDataType_t>(ti);
+      for (int oi = 0; oi < (isReduction(coll) ? kNumOps : 1); ++oi) {
+        if (isReduction(coll) && !opt.ops[static_cast<size_t>(oi)]) continue;
+        const Op op = static_cast<Op>(oi);
+        for (size_t cnt = 0; cnt < counts.size(); ++cnt) {
+          // Sweeping large counts over every root and both placements adds time, not coverage.
+          const bool big = counts[cnt] > 4096;
+          for (int ip = 0; ip < 2; ++ip) {
+            const bool inplace = ip == 1;
+            if (inplace && (coll == Coll::kAlltoAll || coll == Coll::kSendRecvRing || coll == Coll::kSendRecvAll ||
+                            coll == Coll::kBcast))
+              continue;
+            if (big && inplace && !isReduction(coll) && coll != Coll::kAllGather) continue;
+            const std::vector<int> rootList = isRooted(coll) ? roots : std::vector<int>{0};
+            for (size_t ri = 0; ri < rootList.size(); ++ri) {
+              if (big && ri > 0) continue;
+              Case c{coll, dt, op, counts[cnt], inplace, rootList[ri],
+                     (cnt + ri + static_cast<size_t>(ip)) % 2 ? ncclScalarDevice : ncclScalarHostImmediate, seed++};
+              cases.push_back(c);
+            }
+          }
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+void runCase(const World& w, const Case& c, Stats& stats) {
+  std::vector<RankRun> runs(w.ranks.size());
+  for (size_t l = 0; l < runs.size(); ++l) {
+    runs[l].rank = w.ranks[l];
+    runs[l].comm = w.comms[l];
+    prepare(c, w.nranks, runs[l]);
+  }
+  const bool p2p = c.coll == Coll::kSendRecvRing || c.coll == Coll::kSendRecvAll;
+  const bool group = w.grouped || p2p;
+  std::string groupErr;
+  if (group) {
+    ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess) groupErr = callError("ncclGroupStart", r, nullptr);
+  }
+  for (RankRun& rr : runs) issue(c, w.nranks, rr);
+  if (group) {
+    ncclResult_t r = ncclGroupEnd();
+    if (r != ncclSuccess && groupErr.empty()) groupErr = callError("ncclGroupEnd", r, runs[0].comm);
+  }
+  for (RankRun& rr : runs) {
+    if (!groupErr.empty()) rr.errors.push_back(groupErr);
+    check(c, w.nranks, rr);
+    if (rr.errors.empty()) {
+      stats.pass();
+    } else {
+      std::string all = c.describe() + " rank=" + std::to_string(rr.rank) + ": " + rr.errors[0];
+      if (rr.errors[0].rfind(c.describe(), 0) == 0) all = rr.errors[0];
+      for (size_t e = 1; e < rr.errors.size(); ++e) all += "; " + rr.errors[e];
+      stats.fail(all);
+    }
+  }
+}
+
+}  // namespace collcheck

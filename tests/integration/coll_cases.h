@@ -1,0 +1,96 @@
+// Test cases of the collective correctness driver and the machinery that runs them on a set of
+// local ranks (one rank per thread/process, or every rank from one thread inside a group).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "tests/integration/coll_types.h"
+
+namespace collcheck {
+
+enum class Coll {
+  kAllReduce,
+  kBroadcast,
+  kBcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kSendRecvRing,
+  kSendRecvAll,
+  kCount
+};
+inline const char* kCollNames[static_cast<int>(Coll::kCount)] = {
+    "allreduce", "broadcast", "bcast",   "reduce",       "allgather",    "reducescatter",
+    "alltoall",  "gather",    "scatter", "sendrecvring", "sendrecvall"};
+
+inline bool isReduction(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduce || c == Coll::kReduceScatter; }
+inline bool isRooted(Coll c) {
+  return c == Coll::kBroadcast || c == Coll::kBcast || c == Coll::kReduce || c == Coll::kGather || c == Coll::kScatter;
+}
+
+struct Case {
+  Coll coll;
+  ncclDataType_t dt;
+  Op op;  // kSum for data-movement collectives (unused)
+  size_t count;
+  bool inplace;
+  int root;
+  ncclScalarResidence_t residence;
+  uint64_t seed;
+  std::string describe() const;
+};
+
+struct Options {
+  std::vector<bool> colls = std::vector<bool>(static_cast<size_t>(Coll::kCount), true);
+  std::vector<bool> types = std::vector<bool>(ncclNumTypes, true);
+  std::vector<bool> ops = std::vector<bool>(kNumOps, true);
+  std::vector<size_t> counts;  // empty: the default list for the mode
+  bool quick = false;
+  bool verbose = false;
+  int maxFailuresPrinted = 20;
+};
+
+std::vector<Case> buildCases(const Options& opt, int nranks);
+
+// Pass/fail bookkeeping shared by every local rank (thread-safe).
+class Stats {
+ public:
+  void pass() { passed_.fetch_add(1); }
+  // Records one failure; `detail` is printed only for the first few.
+  void fail(const std::string& detail);
+  long passed() const { return passed_.load(); }
+  long failed() const { return failed_.load(); }
+  void setMaxPrinted(int n) { maxPrinted_ = n; }
+
+ private:
+  std::atomic<long> passed_{0}, failed_{0};
+  std::mutex mu_;
+  int printed_ = 0;
+  int maxPrinted_ = 20;
+};
+
+// The ranks this thread drives. In --threads/--procs mode it holds one rank; in --initall mode it
+// holds all of them and every call on them is wrapped in ncclGroupStart/End.
+struct World {
+  int nranks = 0;
+  std::vector<int> ranks;
+  std::vector<ncclComm_t> comms;
+  bool grouped = false;
+};
+
+// Runs one case on every local rank and records one pass/fail per (case, rank).
+void runCase(const World& w, const Case& c, Stats& stats);
+
+// Set by the driver so a watchdog can say what was running when it fired.
+void setCurrentCase(const std::string& what);
+std::string currentCase();
+
+}  // namespace collcheck

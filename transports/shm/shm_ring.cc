@@ -1,0 +1,196 @@
+#include "transports/shm/shm_ring.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include "core/debug.h"
+
+namespace atl::transport::shm {
+namespace {
+
+constexpr uint32_t kReadyMagic = 0x41544c52;  // "ATLR"
+constexpr uint32_t kVersion = 1;
+
+size_t pageSize() {
+  static const size_t size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+uint64_t headerBytes() { return (sizeof(RingHeader) + pageSize() - 1) / pageSize() * pageSize(); }
+
+// Identifies the pid namespace, so we never probe a pid that belongs to another container.
+uint64_t pidNamespace() {
+  static const uint64_t ino = [] {
+    struct stat st{};
+    return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+  }();
+  return ino;
+}
+
+void recordSelf(RingEnd& end) {
+  end.pidNs.store(pidNamespace(), std::memory_order_relaxed);
+  end.pid.store(static_cast<int32_t>(::getpid()), std::memory_order_release);
+}
+
+}  // namespace
+
+std::string ringName(uint64_t commHash, int from, int to, int channel) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "/atoll-%016llx-%d-%d-%d", static_cast<unsigned long long>(commHash), from, to,
+                channel);
+  return buf;
+}
+
+uint64_t Ring::roundCapacity(size_t requestedBytes) {
+  uint64_t cap = kMinCapacity;
+  while (cap < requestedBytes && cap < (1ull << 40)) cap <<= 1;
+  return cap;
+}
+
+Result<Ring> Ring::create(const std::string& name, size_t requestedBytes) {
+  const uint64_t capacity = roundCapacity(requestedBytes);
+  const size_t total = headerBytes() + capacity;
+  int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    // Left over by a process that died before its peer attached; the hash makes a live clash unlikely.
+    ATOLL_INFO(log::kShm, "shm: removing stale %s", name.c_str());
+    ::shm_unlink(name.c_str());
+    fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  }
+  if (fd < 0) return ATOLL_ERROR(ncclSystemError, "shm_open(%s) failed: %s", name.c_str(), std::strerror(errno));
+
+  Ring ring;
+  ring.name_ = name;
+  ring.creator_ = true;
+  auto fail = [&](const char* what, int err) {
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    return ATOLL_ERROR(ncclSystemError, "shm %s of %s (%zu bytes) failed: %s%s", what, name.c_str(), total,
+                       std::strerror(err), err == ENOSPC ? " (is /dev/shm large enough? see NCCL_BUFFSIZE)" : "");
+  };
+  if (::ftruncate(fd, static_cast<off_t>(total)) != 0) return fail("ftruncate", errno);
+  // Reserve the pages now: tmpfs overcommits, and touching a page it cannot back raises SIGBUS later.
+  if (int err = ::posix_fallocate(fd, 0, static_cast<off_t>(total)); err != 0) return fail("fallocate", err);
+  void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) return fail("mmap", errno);
+  ::close(fd);
+
+  ring.base_ = base;
+  ring.mapBytes_ = total;
+  ring.header_ = new (base) RingHeader();
+  ring.header_->version = kVersion;
+  ring.header_->capacity = capacity;
+  ring.header_->dataOffset = headerBytes();
+  ring.data_ = static_cast<std::byte*>(base) + headerBytes();
+  ring.capacity_ = capacity;
+  recordSelf(ring.header_->receiver);
+  ring.header_->ready.store(kReadyMagic, std::memory_order_release);
+  return ring;
+}
+
+Result<Ring> Ring::attach(const std::string& name, Deadline deadline, const AbortFlag* abort) {
+  auto backoff = std::chrono::microseconds(200);
+  for (;;) {
+    if (aborted(abort)) return ATOLL_ERROR(ncclSystemError, "shm attach to %s aborted", name.c_str());
+    int fd = ::shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd < 0 && errno != ENOENT)
+      return ATOLL_ERROR(ncclSystemError, "shm_open(%s) failed: %s", name.c_str(), std::strerror(errno));
+    if (fd >= 0) {
+      struct stat st{};
+      if (::fstat(fd, &st) != 0) {
+        int err = errno;
+        ::close(fd);
+        return ATOLL_ERROR(ncclSystemError, "fstat(%s) failed: %s", name.c_str(), std::strerror(err));
+      }
+      const size_t size = static_cast<size_t>(st.st_size);
+      if (size > headerBytes()) {  // 0 until the creator has sized it; the size is final after that
+        void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        int err = errno;
+        ::close(fd);
+        if (base == MAP_FAILED)
+          return ATOLL_ERROR(ncclSystemError, "mmap(%s) failed: %s", name.c_str(), std::strerror(err));
+        Ring ring;
+        ring.name_ = name;
+        ring.base_ = base;
+        ring.mapBytes_ = size;
+        ring.header_ = static_cast<RingHeader*>(base);
+        while (ring.header_->ready.load(std::memory_order_acquire) != kReadyMagic) {
+          if (deadline.expired() || aborted(abort))
+            return ATOLL_ERROR(ncclSystemError, "shm ring %s was never initialised by its creator", name.c_str());
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+        const RingHeader* h = ring.header_;
+        if (h->version != kVersion || h->dataOffset != headerBytes() || h->capacity < kMinCapacity ||
+            (h->capacity & (h->capacity - 1)) != 0 || h->dataOffset + h->capacity != size)
+          return ATOLL_ERROR(ncclInternalError, "shm ring %s has an incompatible header (version %u, capacity %llu)",
+                             name.c_str(), h->version, static_cast<unsigned long long>(h->capacity));
+        ring.capacity_ = h->capacity;
+        ring.data_ = static_cast<std::byte*>(base) + h->dataOffset;
+        recordSelf(ring.header_->sender);
+        // Both ends are mapped now: the name has done its job.
+        if (::shm_unlink(name.c_str()) != 0 && errno != ENOENT)
+          ATOLL_WARN("shm_unlink(%s) failed: %s", name.c_str(), std::strerror(errno));
+        ring.header_->unlinked.store(1, std::memory_order_release);
+        return ring;
+      }
+      ::close(fd);
+    }
+    if (deadline.expired())
+      return ATOLL_ERROR(ncclSystemError, "timed out waiting for shm ring %s (peer never created it)", name.c_str());
+    std::this_thread::sleep_for(backoff);
+    if (backoff < std::chrono::milliseconds(20)) backoff *= 2;
+  }
+}
+
+Ring& Ring::operator=(Ring&& o) noexcept {
+  if (this != &o) {
+    release();
+    name_ = std::move(o.name_);
+    base_ = std::exchange(o.base_, nullptr);
+    mapBytes_ = std::exchange(o.mapBytes_, 0);
+    header_ = std::exchange(o.header_, nullptr);
+    data_ = std::exchange(o.data_, nullptr);
+    capacity_ = std::exchange(o.capacity_, 0);
+    creator_ = std::exchange(o.creator_, false);
+  }
+  return *this;
+}
+
+Ring::~Ring() { release(); }
+
+void Ring::release() {
+  if (base_ == nullptr) return;
+  if (creator_ && header_->unlinked.load(std::memory_order_acquire) == 0) {
+    if (::shm_unlink(name_.c_str()) != 0 && errno != ENOENT)
+      ATOLL_WARN("shm_unlink(%s) failed: %s", name_.c_str(), std::strerror(errno));
+  }
+  ::munmap(base_, mapBytes_);
+  base_ = nullptr;
+  header_ = nullptr;
+  data_ = nullptr;
+}
+
+void Ring::markClosed() {
+  if (header_ != nullptr) self().closed.store(1, std::memory_order_release);
+}
+
+bool Ring::peerGone(bool checkProcess) const {
+  const RingEnd& end = other();
+  if (end.closed.load(std::memory_order_acquire) != 0) return true;
+  if (!checkProcess) return false;
+  const int32_t pid = end.pid.load(std::memory_order_acquire);
+  // Only probe pids of our own namespace, and never ourselves (ranks as threads share a pid).
+  if (pid <= 0 || pid == ::getpid() || end.pidNs.load(std::memory_order_relaxed) != pidNamespace()) return false;
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace atl::transport::shm

@@ -1,0 +1,99 @@
+// One single-producer/single-consumer byte ring in POSIX shared memory, one per direction.
+//
+// Why this shape: the two ends live in different processes, so the ring is the only shared state
+// and each counter has exactly one writer (head: producer, tail: consumer). Monotonic 64-bit byte
+// counters never wrap in practice, so "full" and "empty" need no extra flag, and acquire/release on
+// them is the whole synchronisation protocol. Head and tail sit on their own cache lines so the two
+// ends do not false-share while streaming.
+//
+// Why the receiver creates and the sender unlinks: the receiver can create its ring before the
+// rendezvous barrier without waiting for anyone; the sender attaches after it and removes the name
+// at once, so after setup nothing is left in /dev/shm even if both processes are killed -9 later
+// (the mapping itself lives until both ends unmap it).
+//
+// Why pids in the header: a peer that dies never sets its "closed" flag. Each end records its pid
+// (and pid namespace) so the other end can notice, cheaply and only while idle, that the process is
+// gone, and report ncclRemoteError instead of spinning until the collective timeout.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/deadline.h"
+#include "core/status.h"
+
+namespace atl::transport::shm {
+
+/// Process identity of one end of a ring, as stored in the shared header.
+struct RingEnd {
+  std::atomic<int32_t> pid{0};
+  std::atomic<uint32_t> closed{0};   // set by this end when it shuts down in an orderly way
+  std::atomic<uint64_t> pidNs{0};    // inode of /proc/self/ns/pid (0 when unknown)
+};
+
+struct alignas(64) RingHeader {
+  alignas(64) std::atomic<uint64_t> head{0};  // bytes ever written (producer only)
+  alignas(64) std::atomic<uint64_t> tail{0};  // bytes ever consumed (consumer only)
+  alignas(64) std::atomic<uint32_t> ready{0}; // kReadyMagic once the creator filled the header
+  uint32_t version = 0;
+  uint64_t capacity = 0;                      // data bytes, a power of two
+  uint64_t dataOffset = 0;                    // page-aligned offset of the data area
+  std::atomic<uint32_t> unlinked{0};          // the attacher removed the name
+  RingEnd receiver;                           // creator
+  RingEnd sender;                             // attacher
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
+              "shared-memory atomics must be lock-free to work across processes");
+
+/// A mapped ring. Move-only; unmaps (and unlinks the name if it is still ours) on destruction.
+class Ring {
+ public:
+  static constexpr uint64_t kMinCapacity = 64 << 10;
+
+  /// Receiver side: creates, sizes (fails cleanly when /dev/shm is full) and initialises the ring.
+  static Result<Ring> create(const std::string& name, size_t requestedBytes);
+  /// Sender side: waits for the ring to exist and be initialised, maps it and unlinks the name.
+  static Result<Ring> attach(const std::string& name, Deadline deadline, const AbortFlag* abort);
+
+  Ring() = default;
+  Ring(Ring&& o) noexcept { *this = std::move(o); }
+  Ring& operator=(Ring&& o) noexcept;
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+  ~Ring();
+
+  RingHeader* header() const { return header_; }
+  std::byte* data() const { return data_; }
+  uint64_t capacity() const { return capacity_; }
+  const std::string& name() const { return name_; }
+  bool isCreator() const { return creator_; }
+
+  /// Marks this process's end closed so the other end stops waiting (orderly shutdown).
+  void markClosed();
+  /// Whether the other end is known to be gone: closed flag set, or its process no longer exists.
+  /// `checkProcess` does the (relatively costly) kill(pid, 0) probe.
+  bool peerGone(bool checkProcess) const;
+
+  /// Capacity actually used for a request: a power of two, at least kMinCapacity.
+  static uint64_t roundCapacity(size_t requestedBytes);
+
+ private:
+  void release();
+  RingEnd& self() const { return creator_ ? header_->receiver : header_->sender; }
+  RingEnd& other() const { return creator_ ? header_->sender : header_->receiver; }
+
+  std::string name_;
+  void* base_ = nullptr;
+  size_t mapBytes_ = 0;
+  RingHeader* header_ = nullptr;
+  std::byte* data_ = nullptr;
+  uint64_t capacity_ = 0;
+  bool creator_ = false;
+};
+
+/// Name of the ring that carries rank `from` -> rank `to` on `channel` of communicator `commHash`.
+std::string ringName(uint64_t commHash, int from, int to, int channel);
+
+}  // namespace atl::transport::shm

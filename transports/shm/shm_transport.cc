@@ -1,0 +1,145 @@
+#include "transports/shm/shm_transport.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "core/debug.h"
+
+namespace atl::transport::shm {
+namespace {
+
+class ShmConnector final : public Connector {
+ public:
+  ShmConnector(const Context& ctx, int peer, int channel, Ring recvRing)
+      : rank_(ctx.rank),
+        peer_(peer),
+        channel_(channel),
+        commHash_(ctx.commHash),
+        timeoutMs_(ctx.timeoutMs),
+        abort_(ctx.abort),
+        recv_(std::move(recvRing)) {}
+
+  Status connect() override { return Status::Ok(); }
+
+  Result<std::unique_ptr<Connection>> finish() override {
+    if (recv_.header() == nullptr) return ATOLL_ERROR(ncclInternalError, "shm connector finished twice");
+    ATOLL_ASSIGN_OR_RETURN(Ring send,
+                           Ring::attach(ringName(commHash_, rank_, peer_, channel_), Deadline::afterMs(timeoutMs_),
+                                        abort_));
+    ATOLL_INFO(log::kShm, "shm: rank %d <-> %d channel %d connected (%llu-byte rings)", rank_, peer_, channel_,
+               static_cast<unsigned long long>(send.capacity()));
+    return std::unique_ptr<Connection>(
+        std::make_unique<ShmConnection>(rank_, peer_, channel_, std::move(send), std::move(recv_)));
+  }
+
+ private:
+  int rank_, peer_, channel_;
+  uint64_t commHash_;
+  int timeoutMs_;
+  const AbortFlag* abort_;
+  Ring recv_;
+};
+
+}  // namespace
+
+ShmConnection::ShmConnection(int rank, int peer, int channel, Ring sendRing, Ring recvRing)
+    : rank_(rank), peer_(peer), channel_(channel), send_(std::move(sendRing)), recv_(std::move(recvRing)) {
+  sendHead_ = send_.header()->head.load(std::memory_order_relaxed);
+  sendTail_ = send_.header()->tail.load(std::memory_order_acquire);
+  recvTail_ = recv_.header()->tail.load(std::memory_order_relaxed);
+  recvHead_ = recv_.header()->head.load(std::memory_order_acquire);
+}
+
+ShmConnection::~ShmConnection() {
+  send_.markClosed();
+  recv_.markClosed();
+}
+
+Result<size_t> ShmConnection::send(const void* data, size_t n) {
+  if (n == 0) return size_t{0};
+  const uint64_t cap = send_.capacity();
+  uint64_t space = cap - (sendHead_ - sendTail_);
+  if (space < n) {
+    sendTail_ = send_.header()->tail.load(std::memory_order_acquire);
+    space = cap - (sendHead_ - sendTail_);
+  }
+  if (space == 0) {
+    // The reader may be gone for good; look only now and then, a full ring is usually just a busy reader.
+    bool probe = ++sendIdle_ % kProbeInterval == 0;
+    if (send_.peerGone(probe))
+      return ATOLL_ERROR(ncclRemoteError, "shm: rank %d -> %d channel %d: receiving process is gone", rank_, peer_,
+                         channel_);
+    return size_t{0};
+  }
+  sendIdle_ = 0;
+  const size_t len = static_cast<size_t>(std::min<uint64_t>(n, space));
+  const size_t off = static_cast<size_t>(sendHead_ & (cap - 1));
+  const size_t first = std::min(len, static_cast<size_t>(cap) - off);
+  std::memcpy(send_.data() + off, data, first);
+  if (first < len) std::memcpy(send_.data(), static_cast<const std::byte*>(data) + first, len - first);
+  sendHead_ += len;
+  send_.header()->head.store(sendHead_, std::memory_order_release);
+  return len;
+}
+
+Result<std::span<const std::byte>> ShmConnection::peek() {
+  const uint64_t cap = recv_.capacity();
+  recvHead_ = recv_.header()->head.load(std::memory_order_acquire);
+  if ((recvHead_ & ~uint64_t{7}) <= recvTail_) {  // no whole word to hand out
+    bool probe = ++recvIdle_ % kProbeInterval == 0;
+    if (recv_.peerGone(probe)) {
+      // The writer is gone, so head is final: hand out what it wrote before failing.
+      recvHead_ = recv_.header()->head.load(std::memory_order_acquire);
+      if ((recvHead_ & ~uint64_t{7}) <= recvTail_)
+        return ATOLL_ERROR(ncclRemoteError, "shm: rank %d <- %d channel %d: sending process is gone%s", rank_, peer_,
+                           channel_, recvHead_ != recvTail_ ? " (a partial word was left unread)" : "");
+    } else {
+      return std::span<const std::byte>();
+    }
+  }
+  recvIdle_ = 0;
+  const size_t off = static_cast<size_t>(recvTail_ & (cap - 1));
+  uint64_t end = std::min(recvHead_ & ~uint64_t{7}, recvTail_ + (cap - off));
+  if (end < recvTail_) end = recvTail_;
+  return std::span<const std::byte>(recv_.data() + off, static_cast<size_t>(end - recvTail_));
+}
+
+void ShmConnection::consume(size_t n) {
+  if (n == 0) return;
+  recvTail_ += n;
+  recv_.header()->tail.store(recvTail_, std::memory_order_release);
+}
+
+std::string ShmConnection::describe() const {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "shm rank %d <-> %d channel %d", rank_, peer_, channel_);
+  return buf;
+}
+
+Status ShmTransport::attach(const Context& ctx) {
+  if (ctx.nranks <= 0 || ctx.rank < 0 || ctx.rank >= ctx.nranks)
+    return ATOLL_ERROR(ncclInvalidArgument, "shm: bad context (rank %d of %d)", ctx.rank, ctx.nranks);
+  ctx_ = ctx;
+  attached_ = true;
+  return Status::Ok();
+}
+
+bool ShmTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) const {
+  return self.hostHash == peer.hostHash;
+}
+
+Result<std::unique_ptr<Connector>> ShmTransport::prepare(int peer, int channel) {
+  if (!attached_) return ATOLL_ERROR(ncclInternalError, "shm: prepare() before attach()");
+  if (peer < 0 || peer >= ctx_.nranks || peer == ctx_.rank || channel < 0)
+    return ATOLL_ERROR(ncclInvalidArgument, "shm: bad peer %d / channel %d for rank %d of %d", peer, channel,
+                       ctx_.rank, ctx_.nranks);
+  ATOLL_ASSIGN_OR_RETURN(Ring recv, Ring::create(ringName(ctx_.commHash, peer, ctx_.rank, channel), ctx_.bufferBytes));
+  return std::unique_ptr<Connector>(std::make_unique<ShmConnector>(ctx_, peer, channel, std::move(recv)));
+}
+
+}  // namespace atl::transport::shm
+
+namespace atl::transport {
+std::unique_ptr<Transport> createShmTransport() { return std::make_unique<shm::ShmTransport>(); }
+}  // namespace atl::transport

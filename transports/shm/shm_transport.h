@@ -1,0 +1,60 @@
+// Shared-memory transport: two SPSC rings per (peer, channel), one per direction.
+//
+// Why one ring per direction rather than one shared buffer: each ring then has a single writer per
+// counter, so no locks and no read-modify-write atomics are needed, and full-duplex traffic never
+// contends. Why the receiver owns the ring: prepare() can create it before the barrier without
+// depending on the peer, and finish() (which may wait) only has to attach to the peer's ring, so
+// the three-phase setup cannot deadlock whatever order ranks finish in.
+//
+// Views are whole 8-byte words of the stream: peek() withholds a trailing partial word (the engine
+// pads every message to 8 bytes, so nothing is withheld for long), and the ring capacity is a power
+// of two, so the ring end never splits a word either.
+//
+// Dead peers: an orderly close sets a flag in the header; a crashed peer is noticed by probing its
+// pid, only after many idle polls so the hot path stays a pair of atomic loads. Either way the
+// reader first drains what the peer managed to write, then gets ncclRemoteError.
+#pragma once
+
+#include <memory>
+
+#include "transports/shm/shm_ring.h"
+#include "transports/transport.h"
+
+namespace atl::transport::shm {
+
+class ShmConnection final : public Connection {
+ public:
+  ShmConnection(int rank, int peer, int channel, Ring sendRing, Ring recvRing);
+  ~ShmConnection() override;
+
+  Result<size_t> send(const void* data, size_t n) override;
+  Result<std::span<const std::byte>> peek() override;
+  void consume(size_t n) override;
+  std::string describe() const override;
+
+ private:
+  // Idle polls between two pid probes; a probe is a syscall, a poll is two atomic loads.
+  static constexpr uint32_t kProbeInterval = 1u << 14;
+
+  int rank_, peer_, channel_;
+  Ring send_, recv_;
+  uint64_t sendHead_ = 0;    // our copy of send_.head (we are its only writer)
+  uint64_t sendTail_ = 0;    // last tail seen; refreshed only when the ring looks full
+  uint64_t recvTail_ = 0;    // our copy of recv_.tail
+  uint64_t recvHead_ = 0;    // last head seen
+  uint32_t sendIdle_ = 0, recvIdle_ = 0;
+};
+
+class ShmTransport final : public Transport {
+ public:
+  const char* name() const override { return "SHM"; }
+  Status attach(const Context& ctx) override;
+  bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override;
+  Result<std::unique_ptr<Connector>> prepare(int peer, int channel) override;
+
+ private:
+  Context ctx_;
+  bool attached_ = false;
+};
+
+}  // namespace atl::transport::shm

@@ -1,0 +1,109 @@
+#include "transports/socket/socket_stream.h"
+
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/debug.h"
+
+namespace atl::transport::socket {
+namespace {
+constexpr int kSocketBufferBytes = 4 << 20;
+}
+
+size_t SocketConnection::stagingCapacity(size_t requestedBytes) {
+  size_t cap = std::max<size_t>(requestedBytes, 4096);
+  return (cap + 7) & ~size_t{7};
+}
+
+SocketConnection::SocketConnection(net::Fd fd, int rank, int peer, int channel, std::string peerAddr,
+                                   size_t bufferBytes)
+    : fd_(std::move(fd)),
+      rank_(rank),
+      peer_(peer),
+      channel_(channel),
+      peerAddr_(std::move(peerAddr)),
+      cap_(stagingCapacity(bufferBytes)) {
+  ring_ = std::make_unique<std::byte[]>(cap_);
+  net::setNonBlocking(fd_.get());
+  net::setNoDelay(fd_.get());
+  // Large kernel buffers keep a bandwidth-delay product in flight; the kernel caps them at its limits.
+  int bytes = std::max<int>(kSocketBufferBytes, static_cast<int>(std::min<size_t>(bufferBytes, 1u << 30)));
+  ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+}
+
+Status SocketConnection::lost(const char* what, int err) {
+  if (err == -1)
+    return ATOLL_ERROR(ncclRemoteError, "socket: rank %d: peer rank %d (%s) closed channel %d", rank_, peer_,
+                       peerAddr_.c_str(), channel_);
+  return ATOLL_ERROR(ncclRemoteError, "socket: rank %d: %s peer rank %d (%s) channel %d failed: %s", rank_, what, peer_,
+                     peerAddr_.c_str(), channel_, std::strerror(err));
+}
+
+Result<size_t> SocketConnection::send(const void* data, size_t n) {
+  if (n == 0) return size_t{0};
+  for (;;) {
+    ssize_t rc = ::send(fd_.get(), data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (rc >= 0) return static_cast<size_t>(rc);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return size_t{0};
+    int err = errno;
+    if (err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ETIMEDOUT) return lost("sending to", err);
+    return ATOLL_ERROR(ncclSystemError, "socket: rank %d: send to rank %d (%s) channel %d failed: %s", rank_, peer_,
+                       peerAddr_.c_str(), channel_, std::strerror(err));
+  }
+}
+
+Status SocketConnection::fill() {
+  // Read until the socket is drained or the ring is full; at most two contiguous pieces per pass.
+  while (closedErr_ == 0 && head_ - tail_ < cap_) {
+    const uint64_t off = head_ % cap_;
+    const size_t room = static_cast<size_t>(std::min(cap_ - off, cap_ - (head_ - tail_)));
+    ssize_t rc = ::recv(fd_.get(), ring_.get() + off, room, MSG_DONTWAIT);
+    if (rc > 0) {
+      head_ += static_cast<uint64_t>(rc);
+      if (static_cast<size_t>(rc) < room) break;  // drained for now
+      continue;
+    }
+    if (rc == 0) {
+      closedErr_ = -1;
+      break;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    int err = errno;
+    if (err == ECONNRESET || err == ETIMEDOUT || err == ENOTCONN || err == EPIPE) {
+      closedErr_ = err;
+      break;
+    }
+    return ATOLL_ERROR(ncclSystemError, "socket: rank %d: recv from rank %d (%s) channel %d failed: %s", rank_, peer_,
+                       peerAddr_.c_str(), channel_, std::strerror(err));
+  }
+  return Status::Ok();
+}
+
+Result<std::span<const std::byte>> SocketConnection::peek() {
+  ATOLL_CHECK(fill());
+  const uint64_t off = tail_ % cap_;
+  uint64_t end = std::min(head_ & ~uint64_t{7}, tail_ + (cap_ - off));
+  if (end <= tail_) {
+    if (closedErr_ != 0) return lost("receiving from", closedErr_);
+    return std::span<const std::byte>();
+  }
+  return std::span<const std::byte>(ring_.get() + off, static_cast<size_t>(end - tail_));
+}
+
+void SocketConnection::consume(size_t n) { tail_ += n; }
+
+std::string SocketConnection::describe() const {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "socket rank %d <-> %d channel %d (%s)", rank_, peer_, channel_, peerAddr_.c_str());
+  return buf;
+}
+
+}  // namespace atl::transport::socket

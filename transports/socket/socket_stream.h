@@ -1,0 +1,49 @@
+// One established TCP link of the socket transport, as a Connection.
+//
+// Why send() goes straight from the caller's memory: the kernel socket buffer already is a send
+// ring, so a second user-space copy would only add latency. Why receive goes through a staging
+// ring: the engine wants to reduce from a stable contiguous view and release it piecemeal, which a
+// socket cannot offer; the ring also lets one recv() pull many small messages at once.
+//
+// Views are whole 8-byte words of the stream (a trailing partial word, which TCP may deliver at any
+// split, is withheld until it completes); the ring capacity is a multiple of 8 so its end never
+// splits a word. Bytes that arrived before the peer closed are handed out before the error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "transports/transport.h"
+
+namespace atl::transport::socket {
+
+class SocketConnection final : public Connection {
+ public:
+  /// Takes an established, authenticated socket; makes it non-blocking with large buffers.
+  SocketConnection(net::Fd fd, int rank, int peer, int channel, std::string peerAddr, size_t bufferBytes);
+
+  Result<size_t> send(const void* data, size_t n) override;
+  Result<std::span<const std::byte>> peek() override;
+  void consume(size_t n) override;
+  std::string describe() const override;
+
+  /// Staging capacity used for a requested size (a multiple of 8, at least 4 KiB).
+  static size_t stagingCapacity(size_t requestedBytes);
+
+ private:
+  Status fill();
+  Status lost(const char* what, int err);
+
+  net::Fd fd_;
+  int rank_, peer_, channel_;
+  std::string peerAddr_;
+  std::unique_ptr<std::byte[]> ring_;
+  uint64_t cap_;
+  uint64_t head_ = 0;  // bytes ever received into the ring
+  uint64_t tail_ = 0;  // bytes ever consumed
+  int closedErr_ = 0;  // errno-style reason once the peer is gone (-1 = orderly EOF)
+};
+
+}  // namespace atl::transport::socket

@@ -1,0 +1,228 @@
+#include "transports/socket/socket_transport.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "core/debug.h"
+#include "transports/socket/socket_stream.h"
+
+namespace atl::transport::socket {
+namespace {
+
+constexpr uint32_t kHelloMagic = 0x41544c48;  // "ATLH"
+constexpr uint32_t kAckMagic = 0x41544c41;    // "ATLA"
+constexpr uint32_t kVersion = 1;
+// A real peer sends its hello right after connecting; anything slower than this is not one of ours.
+constexpr int kHelloTimeoutMs = 10000;
+constexpr int kPollSliceMs = 100;
+
+Digest helloProof(const Secret& secret, const Hello& h) {
+  auto bytes = reinterpret_cast<const uint8_t*>(&h);
+  return hmacSha256(secret, std::span<const uint8_t>(bytes, offsetof(Hello, proof)));
+}
+
+Digest ackProof(const Secret& secret, const Hello& h) {
+  uint8_t msg[sizeof(kAckMagic) + sizeof(Hello)];
+  std::memcpy(msg, &kAckMagic, sizeof(kAckMagic));
+  std::memcpy(msg + sizeof(kAckMagic), &h, sizeof(Hello));
+  return hmacSha256(secret, msg);
+}
+
+class SocketConnector final : public Connector {
+ public:
+  SocketConnector(std::shared_ptr<AcceptPool> pool, std::shared_ptr<const Context> ctx, int peer, int channel)
+      : pool_(std::move(pool)), ctx_(std::move(ctx)), peer_(peer), channel_(channel) {}
+
+  Status connect() override {
+    if (ctx_->rank > peer_) return Status::Ok();  // the lower rank dials; we accept in finish()
+    const net::SockAddr& addr = ctx_->peers[peer_].dataAddr;
+    if (!addr.valid())
+      return ATOLL_ERROR(ncclInternalError, "socket: rank %d: rank %d published no address", ctx_->rank, peer_);
+    Deadline deadline = Deadline::afterMs(ctx_->timeoutMs);
+    ATOLL_ASSIGN_OR_RETURN(fd_, net::connectTo(addr, deadline, ctx_->abort));
+    hello_ = Hello{};
+    hello_.magic = kHelloMagic;
+    hello_.version = kVersion;
+    hello_.commHash = ctx_->commHash;
+    hello_.fromRank = ctx_->rank;
+    hello_.toRank = peer_;
+    hello_.channel = channel_;
+    randomBytes(hello_.nonce);
+    Digest proof = helloProof(ctx_->secret, hello_);
+    std::memcpy(hello_.proof, proof.data(), proof.size());
+    // 80 bytes always fit in an empty socket buffer: this does not wait for the peer.
+    return net::sendAll(fd_.get(), &hello_, sizeof(hello_), deadline, ctx_->abort);
+  }
+
+  Result<std::unique_ptr<Connection>> finish() override {
+    Deadline deadline = Deadline::afterMs(ctx_->timeoutMs);
+    std::string peerAddr;
+    if (ctx_->rank < peer_) {
+      if (!fd_.valid()) return ATOLL_ERROR(ncclInternalError, "socket: finish() without a successful connect()");
+      peerAddr = ctx_->peers[peer_].dataAddr.toString();
+      Ack ack{};
+      Status st = net::recvAll(fd_.get(), &ack, sizeof(ack), deadline, ctx_->abort);
+      if (!st.ok())
+        return ATOLL_ERROR(st.code(), "socket: rank %d: no handshake answer from rank %d (%s) channel %d",
+                           ctx_->rank, peer_, peerAddr.c_str(), channel_);
+      Digest want = ackProof(ctx_->secret, hello_);
+      if (ack.magic != kAckMagic || !constantTimeEqual(want, ack.proof))
+        return ATOLL_ERROR(ncclSystemError,
+                           "socket: rank %d: %s answered as rank %d with a bad proof (another job on that port?)",
+                           ctx_->rank, peerAddr.c_str(), peer_);
+    } else {
+      ATOLL_ASSIGN_OR_RETURN(AcceptPool::Accepted acc, pool_->take(*ctx_, peer_, channel_, deadline));
+      Ack ack{};
+      ack.magic = kAckMagic;
+      Digest proof = ackProof(ctx_->secret, acc.hello);
+      std::memcpy(ack.proof, proof.data(), proof.size());
+      ATOLL_CHECK(net::sendAll(acc.fd.get(), &ack, sizeof(ack), deadline, ctx_->abort));
+      fd_ = std::move(acc.fd);
+      peerAddr = std::move(acc.peerAddr);
+    }
+    ATOLL_INFO(log::kNet, "socket: rank %d <-> %d channel %d connected via %s", ctx_->rank, peer_, channel_,
+               peerAddr.c_str());
+    return std::unique_ptr<Connection>(std::make_unique<SocketConnection>(std::move(fd_), ctx_->rank, peer_, channel_,
+                                                                          std::move(peerAddr), ctx_->bufferBytes));
+  }
+
+ private:
+  std::shared_ptr<AcceptPool> pool_;
+  std::shared_ptr<const Context> ctx_;
+  int peer_, channel_;
+  net::Fd fd_;
+  Hello hello_{};
+};
+
+}  // namespace
+
+Result<AcceptPool::Accepted> AcceptPool::take(const Context& ctx, int peer, int channel, Deadline deadline) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto key = std::make_pair(peer, channel);
+  std::vector<pollfd> fds;
+  for (;;) {
+    if (auto it = ready_.find(key); it != ready_.end()) {
+      Accepted acc = std::move(it->second);
+      ready_.erase(it);
+      taken_.insert(key);
+      return acc;
+    }
+    if (aborted(ctx.abort))
+      return ATOLL_ERROR(ncclSystemError, "socket: rank %d: aborted while waiting for rank %d", ctx.rank, peer);
+    if (deadline.expired())
+      return ATOLL_ERROR(ncclSystemError, "socket: rank %d: timed out waiting for rank %d to connect (channel %d)",
+                         ctx.rank, peer, channel);
+    fds.clear();
+    fds.push_back({listen_.get(), POLLIN, 0});
+    for (const Pending& p : pending_) fds.push_back({p.fd.get(), POLLIN, 0});
+    int rc = ::poll(fds.data(), fds.size(), deadline.remainingMs(kPollSliceMs));
+    if (rc < 0 && errno != EINTR)
+      return ATOLL_ERROR(ncclSystemError, "socket: poll on the listener failed: %s", std::strerror(errno));
+    if (rc > 0) {
+      for (size_t i = 0; i < pending_.size(); ++i) {
+        if (fds[i + 1].revents != 0 && advance(ctx, pending_[i])) pending_[i].fd.reset();
+      }
+    }
+    for (Pending& p : pending_) {
+      if (p.fd.valid() && p.deadline.expired()) {
+        ATOLL_WARN("socket: rank %d: dropping connection from %s: no hello within the deadline (%zu of %zu bytes)",
+                   ctx.rank, p.peerAddr.c_str(), p.got, sizeof(Hello));
+        p.fd.reset();
+      }
+    }
+    std::erase_if(pending_, [](const Pending& p) { return !p.fd.valid(); });
+    if (rc > 0 && fds[0].revents != 0) acceptNew(ctx);
+  }
+}
+
+void AcceptPool::acceptNew(const Context& ctx) {
+  for (;;) {
+    net::SockAddr from;
+    from.length = sizeof(from.storage);
+    int fd = ::accept4(listen_.get(), reinterpret_cast<sockaddr*>(&from.storage), &from.length,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        ATOLL_WARN("socket: rank %d: accept failed: %s", ctx.rank, std::strerror(errno));
+      return;
+    }
+    Pending p;
+    p.fd = net::Fd(fd);
+    p.peerAddr = from.toString();
+    int helloMs = kHelloTimeoutMs;
+    if (ctx.timeoutMs > 0) helloMs = std::min(helloMs, ctx.timeoutMs);
+    p.deadline = Deadline::afterMs(helloMs);
+    pending_.push_back(std::move(p));
+  }
+}
+
+bool AcceptPool::advance(const Context& ctx, Pending& p) {
+  auto reject = [&](const char* why) {
+    ATOLL_WARN("socket: rank %d: rejected connection from %s: %s", ctx.rank, p.peerAddr.c_str(), why);
+    return true;
+  };
+  for (;;) {
+    ssize_t rc = ::recv(p.fd.get(), reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, MSG_DONTWAIT);
+    if (rc > 0) {
+      p.got += static_cast<size_t>(rc);
+      if (p.got >= sizeof(uint32_t) && p.hello.magic != kHelloMagic) return reject("not an Atoll hello (bad magic)");
+      if (p.got < sizeof(Hello)) continue;
+      if (const char* why = validate(ctx, p.hello)) return reject(why);
+      const auto key = std::make_pair(static_cast<int>(p.hello.fromRank), static_cast<int>(p.hello.channel));
+      if (ready_.count(key) != 0 || taken_.count(key) != 0) return reject("duplicate connection for that rank/channel");
+      ready_.emplace(key, Accepted{std::move(p.fd), std::move(p.peerAddr), p.hello});
+      return true;
+    }
+    if (rc == 0) return reject("closed before completing its hello (short read)");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+    return reject(std::strerror(errno));
+  }
+}
+
+const char* AcceptPool::validate(const Context& ctx, const Hello& h) const {
+  if (h.version != kVersion) return "protocol version mismatch";
+  if (h.commHash != ctx.commHash) return "belongs to another communicator";
+  if (h.toRank != ctx.rank) return "addressed to another rank";
+  if (h.fromRank < 0 || h.fromRank >= ctx.rank || h.channel < 0) return "bad rank or channel";
+  Digest want = helloProof(ctx.secret, h);
+  if (!constantTimeEqual(want, h.proof)) return "bad proof (wrong secret)";
+  return nullptr;
+}
+
+Status SocketTransport::attach(const Context& ctx) {
+  if (ctx.nranks <= 0 || ctx.rank < 0 || ctx.rank >= ctx.nranks || static_cast<int>(ctx.peers.size()) != ctx.nranks)
+    return ATOLL_ERROR(ncclInvalidArgument, "socket: bad context (rank %d of %d, %zu peers)", ctx.rank, ctx.nranks,
+                       ctx.peers.size());
+  ctx_ = std::make_shared<const Context>(ctx);
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Connector>> SocketTransport::prepare(int peer, int channel) {
+  if (ctx_ == nullptr) return ATOLL_ERROR(ncclInternalError, "socket: prepare() before attach()");
+  if (peer < 0 || peer >= ctx_->nranks || peer == ctx_->rank || channel < 0)
+    return ATOLL_ERROR(ncclInvalidArgument, "socket: bad peer %d / channel %d for rank %d of %d", peer, channel,
+                       ctx_->rank, ctx_->nranks);
+  return std::unique_ptr<Connector>(std::make_unique<SocketConnector>(pool_, ctx_, peer, channel));
+}
+
+}  // namespace atl::transport::socket
+
+namespace atl::transport {
+Result<std::unique_ptr<Transport>> createSocketTransport(const net::SockAddr& bindAddr, net::SockAddr* listenAddr) {
+  net::SockAddr bound;
+  ATOLL_ASSIGN_OR_RETURN(net::Fd fd, net::listenOn(bindAddr, SOMAXCONN, &bound));
+  // Accepted sockets inherit the receive buffer size, which bounds the TCP window negotiated at SYN time.
+  int bytes = 4 << 20;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+  if (listenAddr != nullptr) *listenAddr = bound;
+  auto pool = std::make_shared<socket::AcceptPool>(std::move(fd), bound);
+  return std::unique_ptr<Transport>(std::make_unique<socket::SocketTransport>(std::move(pool)));
+}
+}  // namespace atl::transport

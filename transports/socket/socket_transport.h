@@ -1,0 +1,100 @@
+// TCP transport: one connection per (peer, channel), authenticated with the communicator secret.
+//
+// Why the lower rank always connects: each pair then opens exactly one socket per channel with no
+// simultaneous-open races, and connect() never waits for the peer (the higher rank's listener exists
+// from transport creation, before the rendezvous, so the kernel completes the handshake alone).
+//
+// Why an accept pool: connections from all lower ranks and channels arrive on one listener in any
+// order, while finish() is called per (peer, channel). Whatever finish() accepts that belongs to
+// another (peer, channel) is stashed for that connector's own finish(). Pending connections are
+// multiplexed with poll(), each with its own hello deadline, so a silent or garbage client is
+// dropped (and logged) without delaying the real peers.
+//
+// Why a proof in both directions: the hello carries HMAC(secret, fields) so the acceptor only pairs
+// up peers of this communicator; the acceptor's ack carries HMAC(secret, hello) so the connector
+// knows it reached the real peer and not a stale process reusing the port. Waiting for that ack
+// can only chain from lower to higher ranks, so it cannot deadlock the finish() phase.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "transports/transport.h"
+
+namespace atl::transport::socket {
+
+/// Fixed hello a connecting (lower) rank sends first; all fields in host order.
+struct Hello {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t commHash;
+  int32_t fromRank;
+  int32_t toRank;
+  int32_t channel;
+  int32_t reserved;
+  uint8_t nonce[16];
+  uint8_t proof[32];  // HMAC-SHA256(secret, every byte above)
+};
+static_assert(sizeof(Hello) == 80);
+
+/// The acceptor's answer: HMAC-SHA256(secret, kAckMagic bytes || the whole hello).
+struct Ack {
+  uint32_t magic;
+  uint32_t reserved;
+  uint8_t proof[32];
+};
+static_assert(sizeof(Ack) == 40);
+
+/// Listener plus the connections it accepted but has not handed out yet (shared with connectors).
+class AcceptPool {
+ public:
+  AcceptPool(net::Fd listenFd, net::SockAddr listenAddr) : listen_(std::move(listenFd)), addr_(listenAddr) {}
+
+  struct Accepted {
+    net::Fd fd;
+    std::string peerAddr;
+    Hello hello{};
+  };
+  /// Accepts until the hello of (peer, channel) arrives or the deadline passes.
+  Result<Accepted> take(const Context& ctx, int peer, int channel, Deadline deadline);
+  const net::SockAddr& address() const { return addr_; }
+
+ private:
+  struct Pending {
+    net::Fd fd;
+    std::string peerAddr;
+    Hello hello{};
+    size_t got = 0;
+    Deadline deadline;
+  };
+  void acceptNew(const Context& ctx);
+  // Reads what a pending connection has; true when it is finished with (stashed or rejected).
+  bool advance(const Context& ctx, Pending& p);
+  const char* validate(const Context& ctx, const Hello& h) const;
+
+  std::mutex mu_;
+  net::Fd listen_;
+  net::SockAddr addr_;
+  std::vector<Pending> pending_;
+  std::map<std::pair<int, int>, Accepted> ready_;
+  std::set<std::pair<int, int>> taken_;
+};
+
+class SocketTransport final : public Transport {
+ public:
+  explicit SocketTransport(std::shared_ptr<AcceptPool> pool) : pool_(std::move(pool)) {}
+  const char* name() const override { return "Socket"; }
+  Status attach(const Context& ctx) override;
+  bool canConnect(const PeerInfo&, const PeerInfo&) const override { return true; }
+  Result<std::unique_ptr<Connector>> prepare(int peer, int channel) override;
+
+ private:
+  std::shared_ptr<AcceptPool> pool_;
+  std::shared_ptr<const Context> ctx_;
+};
+
+}  // namespace atl::transport::socket

@@ -1,0 +1,89 @@
+// The transport interface: full-duplex byte streams between two ranks, one per (peer, channel).
+//
+// Lifecycle (Gloo/NCCL style): a Transport is created per communicator before the rendezvous (so
+// it can advertise an address in PeerInfo), attached to the exchanged peer table, then asked to
+// prepare() a Connector per (peer, channel). The communicator runs three phases over all its
+// connectors — prepare all, bootstrap barrier, connect() all (never waits for the peer), finish()
+// all (may wait, bounded by the deadline) — so no ordering between ranks can deadlock.
+//
+// Stream contract used by the engine: bytes arrive in order; peek() returns a contiguous view of
+// received, unconsumed bytes; its end is either the end of what has arrived or the end of the
+// internal ring, whose capacity is a multiple of 8. The engine pads every message to a multiple of
+// 8 bytes, so no element of up to 8 bytes ever straddles a view boundary.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/deadline.h"
+#include "common/hmac.h"
+#include "common/socket.h"
+#include "core/status.h"
+
+namespace atl::transport {
+
+/// What every rank publishes about itself at rendezvous (plain data, fixed size).
+struct PeerInfo {
+  int32_t rank = -1;
+  int32_t pid = 0;
+  uint64_t hostHash = 0;  // equal for ranks that can share memory (hostname + boot id, or NCCL_HOSTID)
+  int32_t cudaDev = -1;
+  int32_t reserved = 0;
+  char hostname[64] = {};
+  net::SockAddr dataAddr;  // socket transport listener
+};
+
+/// What a transport needs to know about its communicator once the rendezvous is done.
+struct Context {
+  int rank = 0;
+  int nranks = 0;
+  uint64_t commHash = 0;
+  Secret secret{};
+  std::vector<PeerInfo> peers;
+  size_t bufferBytes = 4u << 20;  // per connection and direction; a multiple of 8
+  int timeoutMs = 120000;         // for connection setup
+  const AbortFlag* abort = nullptr;
+};
+
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  /// Takes up to n bytes without blocking; returns how many were taken (0 when the buffer is full).
+  /// A broken link yields ncclRemoteError (peer gone) or ncclSystemError.
+  virtual Result<size_t> send(const void* data, size_t n) = 0;
+  /// Received, unconsumed bytes (possibly empty), without blocking. See the stream contract above.
+  virtual Result<std::span<const std::byte>> peek() = 0;
+  /// Releases the first n bytes of the last peek() view.
+  virtual void consume(size_t n) = 0;
+  virtual std::string describe() const = 0;
+};
+
+class Connector {
+ public:
+  virtual ~Connector() = default;
+  /// Starts the link; must not wait for the peer to act.
+  virtual Status connect() = 0;
+  /// Completes the link (may wait for the peer until the context's timeout).
+  virtual Result<std::unique_ptr<Connection>> finish() = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  virtual Status attach(const Context& ctx) = 0;
+  virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  /// Creates this side's resources for (peer, channel); called before connect()/finish().
+  virtual Result<std::unique_ptr<Connector>> prepare(int peer, int channel) = 0;
+};
+
+/// POSIX shared-memory rings (same host, any process).
+std::unique_ptr<Transport> createShmTransport();
+/// TCP. Listens on `bindAddr` (port 0 = ephemeral) right away; `listenAddr()` gives what to publish.
+Result<std::unique_ptr<Transport>> createSocketTransport(const net::SockAddr& bindAddr, net::SockAddr* listenAddr);
+
+}  // namespace atl::transport
