@@ -3,7 +3,10 @@
 // callee (default target) is a subset of the caller's, which lets GCC inline it.
 #pragma once
 
+#include <emmintrin.h>
+
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/host/reduce.h"
 #include "kernels/reduce_functors.h"
@@ -25,7 +28,41 @@ template <class T, class F>
   for (size_t i = 0; i < n; ++i) d[i] = f(s[i]);
 }
 
-/// F16C variants for Half (half_f16c.cc); only called when f16cActive().
+// Destinations at least this large are written with non-temporal stores (out-of-place reduce
+// only). A normal store first reads its line (write-allocate), turning reduce's 3 streams into 4 of
+// memory traffic; that costs ~25% once the buffers exceed the cache, which is also when keeping dst
+// in cache stops helping. glibc's memcpy makes the same trade at a similar size.
+inline constexpr size_t kStreamingBytes = size_t{4} << 20;
+
+// Copies a block that is in L1 to 64-byte-aligned dst with streaming stores (SSE2: baseline).
+[[gnu::always_inline]] inline void streamBlock(void* dst, const void* src, size_t bytes) {
+  auto* d = static_cast<__m128i*>(dst);
+  const auto* s = static_cast<const __m128i*>(src);
+  for (size_t i = 0; i < bytes / 16; ++i) _mm_stream_si128(d + i, _mm_load_si128(s + i));
+}
+
+// Out-of-place binary op for large buffers: computes blocks into an L1-resident scratch buffer, then
+// streams each block to dst. Works for every type and functor without per-type intrinsics.
+template <class T, class F>
+[[gnu::always_inline]] inline void binaryLoopStreaming(T* d, const T* a, const T* b, size_t n, F f) {
+  constexpr size_t kBlock = 16384 / sizeof(T);  // half of L1d: large blocks measured best
+  alignas(64) T tmp[kBlock];
+  size_t head = ((64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63) / sizeof(T);
+  if (head > n) head = n;
+  binaryLoop(d, a, b, head, f);
+  size_t i = head;
+  for (; i + kBlock <= n; i += kBlock) {
+    binaryLoop(tmp, a + i, b + i, kBlock, f);
+    streamBlock(d + i, tmp, sizeof(tmp));
+  }
+  binaryLoop(d + i, a + i, b + i, n - i, f);
+  _mm_sfence();  // streaming stores are weakly ordered; later flag writes must not pass them
+}
+
+/// AVX2 variants for the 16-bit floats (lowfloat_avx2.cc). Half needs f16cActive(), bfloat16
+/// activeIsa() == Isa::Avx2.
+void bf16ReduceAvx2(RedOp op, BFloat16* d, const BFloat16* a, const BFloat16* b, size_t n);
+void bf16ScaleAvx2(BFloat16* d, const BFloat16* s, BFloat16 scalar, size_t n);
 void halfReduceF16c(RedOp op, Half* d, const Half* a, const Half* b, size_t n);
 void halfScaleF16c(Half* d, const Half* s, Half scalar, size_t n);
 void halfDivideF16c(Half* d, size_t n, int divisor);

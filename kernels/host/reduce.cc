@@ -14,12 +14,26 @@ namespace {
 
 // flatten pulls the functors into the loop, so each variant vectorises for its own target.
 template <class T, class F>
+[[gnu::always_inline]] inline void binaryAny(void* d, const void* a, const void* b, size_t n) {
+  T* dst = static_cast<T*>(d);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  // In place, dst's lines are read anyway, so streaming would save nothing.
+  const bool stream = n * sizeof(T) >= host::kStreamingBytes && d != a && d != b &&
+                      reinterpret_cast<uintptr_t>(d) % sizeof(T) == 0;
+  if (stream) {
+    host::binaryLoopStreaming(dst, x, y, n, F{});
+  } else {
+    host::binaryLoop(dst, x, y, n, F{});
+  }
+}
+template <class T, class F>
 [[gnu::flatten]] void binaryBase(void* d, const void* a, const void* b, size_t n) {
-  host::binaryLoop(static_cast<T*>(d), static_cast<const T*>(a), static_cast<const T*>(b), n, F{});
+  binaryAny<T, F>(d, a, b, n);
 }
 template <class T, class F>
 [[gnu::target("avx2"), gnu::flatten]] void binaryAvx2(void* d, const void* a, const void* b, size_t n) {
-  host::binaryLoop(static_cast<T*>(d), static_cast<const T*>(a), static_cast<const T*>(b), n, F{});
+  binaryAny<T, F>(d, a, b, n);
 }
 
 template <class T, class F>
@@ -151,6 +165,11 @@ void reduce(ncclDataType_t dt, RedOp op, void* dst, const void* a, const void* b
                          count);
     return;
   }
+  if (dt == ncclBfloat16 && avx2) {
+    host::bf16ReduceAvx2(op, static_cast<BFloat16*>(dst), static_cast<const BFloat16*>(a),
+                         static_cast<const BFloat16*>(b), count);
+    return;
+  }
   withType(dt, [&](auto t) {
     using T = decltype(t);
     if (BinaryFn fn = pickBinary<T>(op, avx2)) fn(dst, a, b, count);
@@ -166,6 +185,12 @@ void scale(ncclDataType_t dt, void* dst, const void* src, const void* scalar, si
     if constexpr (std::is_same_v<T, Half>) {
       if (f16cActive()) {
         host::halfScaleF16c(static_cast<Half*>(dst), static_cast<const Half*>(src), k, count);
+        return;
+      }
+    }
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      if (activeIsa() == Isa::Avx2) {
+        host::bf16ScaleAvx2(static_cast<BFloat16*>(dst), static_cast<const BFloat16*>(src), k, count);
         return;
       }
     }

@@ -42,7 +42,9 @@ Layout layoutFor(Coll coll, size_t bytes, size_t elemSize, int nranks, int rank)
       l.paramCount = count / n;
       l.sendCount = l.recvCount = l.paramCount * n;
       break;
-    default: l.paramCount = l.sendCount = l.recvCount = count; break;
+    default:
+      l.paramCount = l.sendCount = l.recvCount = count;
+      break;
   }
   return l;
 }
@@ -50,13 +52,16 @@ Layout layoutFor(Coll coll, size_t bytes, size_t elemSize, int nranks, int rank)
 double busBwFactor(Coll coll, int nranks) {
   const double n = nranks;
   switch (coll) {
-    case Coll::AllReduce: return 2.0 * (n - 1) / n;
+    case Coll::AllReduce:
+      return 2.0 * (n - 1) / n;
     case Coll::AllGather:
     case Coll::ReduceScatter:
     case Coll::AlltoAll:
     case Coll::Gather:
-    case Coll::Scatter: return (n - 1) / n;
-    default: return 1.0;
+    case Coll::Scatter:
+      return (n - 1) / n;
+    default:
+      return 1.0;
   }
 }
 
@@ -64,14 +69,22 @@ ncclResult_t issue(Coll coll, const void* send, void* recv, const Layout& l, ncc
                    int root, int rank, int nranks, ncclComm_t comm) {
   const size_t c = l.paramCount;
   switch (coll) {
-    case Coll::AllReduce: return ncclAllReduce(send, recv, c, type, op, comm, nullptr);
-    case Coll::AllGather: return ncclAllGather(send, recv, c, type, comm, nullptr);
-    case Coll::ReduceScatter: return ncclReduceScatter(send, recv, c, type, op, comm, nullptr);
-    case Coll::Broadcast: return ncclBroadcast(send, recv, c, type, root, comm, nullptr);
-    case Coll::Reduce: return ncclReduce(send, recv, c, type, op, root, comm, nullptr);
-    case Coll::AlltoAll: return ncclAlltoAll(send, recv, c, type, comm, nullptr);
-    case Coll::Gather: return ncclGather(send, recv, c, type, root, comm, nullptr);
-    case Coll::Scatter: return ncclScatter(send, recv, c, type, root, comm, nullptr);
+    case Coll::AllReduce:
+      return ncclAllReduce(send, recv, c, type, op, comm, nullptr);
+    case Coll::AllGather:
+      return ncclAllGather(send, recv, c, type, comm, nullptr);
+    case Coll::ReduceScatter:
+      return ncclReduceScatter(send, recv, c, type, op, comm, nullptr);
+    case Coll::Broadcast:
+      return ncclBroadcast(send, recv, c, type, root, comm, nullptr);
+    case Coll::Reduce:
+      return ncclReduce(send, recv, c, type, op, root, comm, nullptr);
+    case Coll::AlltoAll:
+      return ncclAlltoAll(send, recv, c, type, comm, nullptr);
+    case Coll::Gather:
+      return ncclGather(send, recv, c, type, root, comm, nullptr);
+    case Coll::Scatter:
+      return ncclScatter(send, recv, c, type, root, comm, nullptr);
     case Coll::SendRecv: {
       ncclResult_t res = ncclGroupStart();
       if (res != ncclSuccess) return res;
@@ -85,13 +98,13 @@ ncclResult_t issue(Coll coll, const void* send, void* recv, const Layout& l, ncc
   return ncclInvalidArgument;
 }
 
-size_t outputCount(Coll coll, const Layout& l, int rank, int root, int nranks) {
+size_t outputCount(Coll coll, const Layout& l, int rank, int root) {
   switch (coll) {
-    case Coll::AllGather:
-    case Coll::AlltoAll: return l.recvCount;
-    case Coll::Reduce: return rank == root ? l.recvCount : 0;
-    case Coll::Gather: return rank == root ? l.paramCount * static_cast<size_t>(nranks) : 0;
-    default: return l.recvCount;
+    case Coll::Reduce:
+    case Coll::Gather:
+      return rank == root ? l.recvCount : 0;
+    default:
+      return l.recvCount;
   }
 }
 
@@ -100,14 +113,21 @@ double expectedOutput(Coll coll, const Pattern& p, const Layout& l, int rank, in
   const size_t r = static_cast<size_t>(rank);
   switch (coll) {
     case Coll::AllReduce:
-    case Coll::Reduce: return p.reduced(j);
-    case Coll::ReduceScatter: return p.reduced(r * pc + j);
+    case Coll::Reduce:
+      return p.reduced(j);
+    case Coll::ReduceScatter:
+      return p.reduced(r * pc + j);
     case Coll::AllGather:
-    case Coll::Gather: return p.input(static_cast<int>(j / pc), j % pc);
-    case Coll::Broadcast: return p.input(root, j);
-    case Coll::Scatter: return p.input(root, r * pc + j);
-    case Coll::AlltoAll: return p.input(static_cast<int>(j / pc), r * pc + j % pc);
-    case Coll::SendRecv: return p.input((rank + nranks - 1) % nranks, j);
+    case Coll::Gather:
+      return p.input(static_cast<int>(j / pc), j % pc);
+    case Coll::Broadcast:
+      return p.input(root, j);
+    case Coll::Scatter:
+      return p.input(root, r * pc + j);
+    case Coll::AlltoAll:
+      return p.input(static_cast<int>(j / pc), r * pc + j % pc);
+    case Coll::SendRecv:
+      return p.input((rank + nranks - 1) % nranks, j);
   }
   return 0;
 }

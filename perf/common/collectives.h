@@ -13,10 +13,10 @@ enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AlltoA
 
 struct CollInfo {
   Coll coll;
-  const char* name;   // as in "# Collective test starting: all_reduce_perf"
+  const char* name;  // as in "# Collective test starting: all_reduce_perf"
   const char* tool;
-  bool reduces;       // takes a reduction op (-o)
-  bool rooted;        // takes a root (-r)
+  bool reduces;  // takes a reduction op (-o)
+  bool rooted;   // takes a root (-r)
 };
 const CollInfo& collInfo(Coll coll);
 
@@ -36,11 +36,11 @@ Layout layoutFor(Coll coll, size_t bytes, size_t elemSize, int nranks, int rank)
 double busBwFactor(Coll coll, int nranks);
 
 /// One call of the collective (sendrecv: a grouped send to rank+1 and receive from rank-1).
-ncclResult_t issue(Coll coll, const void* send, void* recv, const Layout& layout, ncclDataType_t type,
-                   ncclRedOp_t op, int root, int rank, int nranks, ncclComm_t comm);
+ncclResult_t issue(Coll coll, const void* send, void* recv, const Layout& layout, ncclDataType_t type, ncclRedOp_t op,
+                   int root, int rank, int nranks, ncclComm_t comm);
 
 /// Number of output elements rank holds after the call (0 on non-roots of reduce and gather).
-size_t outputCount(Coll coll, const Layout& layout, int rank, int root, int nranks);
+size_t outputCount(Coll coll, const Layout& layout, int rank, int root);
 /// Expected value of output element j on rank.
 double expectedOutput(Coll coll, const Pattern& pattern, const Layout& layout, int rank, int root, int nranks,
                       size_t j);

@@ -141,9 +141,8 @@ class RankGroup {
 };
 
 void RankGroup::init() {
-  forAll("ncclCommInitRank", [&](RankState& rs, size_t) {
-    return ncclCommInitRank(&rs.comm, job_.nranks, job_.world.id, rs.rank);
-  });
+  forAll("ncclCommInitRank",
+         [&](RankState& rs, size_t) { return ncclCommInitRank(&rs.comm, job_.nranks, job_.world.id, rs.rank); });
 }
 
 void RankGroup::allocate() {
@@ -237,7 +236,7 @@ int64_t RankGroup::verify(Place place, size_t bytes, ncclDataType_t type, ncclRe
   for (RankState& rs : ranks_) {
     Layout l = layoutFor(coll, bytes, es, job_.nranks, rs.rank);
     const std::byte* out = rs.recv.at(inPlace ? l.inPlaceRecv : 0, es);
-    const size_t n = outputCount(coll, l, rs.rank, root, job_.nranks);
+    const size_t n = outputCount(coll, l, rs.rank, root);
     for (size_t j = 0; j < n; ++j) {
       double want = expectedOutput(coll, pattern, l, rs.rank, root, job_.nranks, j);
       if (!pattern.matches(decode(type, out, j), want)) ++wrong;
@@ -299,8 +298,10 @@ Row RankGroup::measure(size_t bytes, ncclDataType_t type, ncclRedOp_t op, int ro
 
 void RankGroup::showProgress(const char* text) const {
   if (!isReporter()) return;
-  if (job_.options.verbose) std::fprintf(stderr, "%s\n", text);
-  else if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%-60s\r", text);
+  if (job_.options.verbose) {
+    if (*text) std::fprintf(stderr, "%s\n", text);
+  } else if (isatty(STDERR_FILENO))
+    std::fprintf(stderr, "\r%-60s\r", text);
 }
 
 void RankGroup::sweep(ncclDataType_t type, ncclRedOp_t op, int root) {
@@ -351,12 +352,15 @@ int toolMain(int argc, char** argv, Coll coll) {
   Options options;
   std::string error;
   switch (parseOptions(argc, argv, &options, &error)) {
-    case ParseOutcome::Help: printUsage(info.tool, info.reduces, info.rooted); return 0;
+    case ParseOutcome::Help:
+      printUsage(info.tool, info.reduces, info.rooted);
+      return 0;
     case ParseOutcome::Error:
       std::fprintf(stderr, "%s: %s\n", info.tool, error.c_str());
       printUsage(info.tool, info.reduces, info.rooted);
       return kExitUsage;
-    case ParseOutcome::Run: break;
+    case ParseOutcome::Run:
+      break;
   }
   World world;
   if (!discoverWorld(&world, &error)) {
@@ -377,8 +381,8 @@ int toolMain(int argc, char** argv, Coll coll) {
   const Job job{options, info, world, nranks, report.get()};
   std::vector<std::unique_ptr<RankGroup>> groups;
   for (int t = 0; t < options.threads; ++t) {
-    groups.push_back(std::make_unique<RankGroup>(job, world.proc * perProc + t * options.ranksPerThread,
-                                                 options.ranksPerThread));
+    groups.push_back(
+        std::make_unique<RankGroup>(job, world.proc * perProc + t * options.ranksPerThread, options.ranksPerThread));
   }
   std::vector<std::thread> threads;
   for (size_t t = 1; t < groups.size(); ++t) threads.emplace_back([&, t] { groups[t]->run(); });

@@ -60,16 +60,26 @@ bool parseTypes(const std::string& text, std::vector<ncclDataType_t>* out) {
 }
 
 constexpr option kLongOptions[] = {
-    {"minbytes", required_argument, nullptr, 'b'},     {"maxbytes", required_argument, nullptr, 'e'},
-    {"stepbytes", required_argument, nullptr, 'i'},    {"stepfactor", required_argument, nullptr, 'f'},
-    {"iters", required_argument, nullptr, 'n'},        {"agg_iters", required_argument, nullptr, 'm'},
-    {"warmup_iters", required_argument, nullptr, 'w'}, {"check", required_argument, nullptr, 'c'},
-    {"op", required_argument, nullptr, 'o'},           {"datatype", required_argument, nullptr, 'd'},
-    {"root", required_argument, nullptr, 'r'},         {"blocking", required_argument, nullptr, 'z'},
-    {"average", required_argument, nullptr, 'a'},      {"nthreads", required_argument, nullptr, 't'},
-    {"ngpus", required_argument, nullptr, 'g'},        {"run_cycles", required_argument, nullptr, 'N'},
-    {"report_cputime", required_argument, nullptr, 'C'}, {"output_file", required_argument, nullptr, 'J'},
-    {"verbose", no_argument, nullptr, 'v'},            {"help", no_argument, nullptr, 'h'},
+    {"minbytes", required_argument, nullptr, 'b'},
+    {"maxbytes", required_argument, nullptr, 'e'},
+    {"stepbytes", required_argument, nullptr, 'i'},
+    {"stepfactor", required_argument, nullptr, 'f'},
+    {"iters", required_argument, nullptr, 'n'},
+    {"agg_iters", required_argument, nullptr, 'm'},
+    {"warmup_iters", required_argument, nullptr, 'w'},
+    {"check", required_argument, nullptr, 'c'},
+    {"op", required_argument, nullptr, 'o'},
+    {"datatype", required_argument, nullptr, 'd'},
+    {"root", required_argument, nullptr, 'r'},
+    {"blocking", required_argument, nullptr, 'z'},
+    {"average", required_argument, nullptr, 'a'},
+    {"nthreads", required_argument, nullptr, 't'},
+    {"ngpus", required_argument, nullptr, 'g'},
+    {"run_cycles", required_argument, nullptr, 'N'},
+    {"report_cputime", required_argument, nullptr, 'C'},
+    {"output_file", required_argument, nullptr, 'J'},
+    {"verbose", no_argument, nullptr, 'v'},
+    {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -77,12 +87,18 @@ constexpr option kLongOptions[] = {
 
 const char* opName(ncclRedOp_t op) {
   switch (op) {
-    case ncclSum: return "sum";
-    case ncclProd: return "prod";
-    case ncclMax: return "max";
-    case ncclMin: return "min";
-    case ncclAvg: return "avg";
-    default: return "none";
+    case ncclSum:
+      return "sum";
+    case ncclProd:
+      return "prod";
+    case ncclMax:
+      return "max";
+    case ncclMin:
+      return "min";
+    case ncclAvg:
+      return "avg";
+    default:
+      return "none";
   }
 }
 
@@ -95,11 +111,16 @@ bool parseByteSize(const std::string& text, size_t* out) {
   std::string suffix(end);
   if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
   unsigned shift = 0;
-  if (suffix == "K" || suffix == "k") shift = 10;
-  else if (suffix == "M" || suffix == "m") shift = 20;
-  else if (suffix == "G" || suffix == "g") shift = 30;
-  else if (suffix == "T" || suffix == "t") shift = 40;
-  else if (!suffix.empty()) return false;
+  if (suffix == "K" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g")
+    shift = 30;
+  else if (suffix == "T" || suffix == "t")
+    shift = 40;
+  else if (!suffix.empty())
+    return false;
   if (v > (std::numeric_limits<size_t>::max() >> shift)) return false;
   *out = static_cast<size_t>(v) << shift;
   return true;
@@ -190,8 +211,11 @@ ParseOutcome parseOptions(int argc, char** argv, Options* out, std::string* erro
         if (*optarg == '\0') return bad("-J (json file)");
         o.jsonPath = optarg;
         break;
-      case 'v': o.verbose = true; break;
-      case 'h': return ParseOutcome::Help;
+      case 'v':
+        o.verbose = true;
+        break;
+      case 'h':
+        return ParseOutcome::Help;
       case ':':
         *error = std::string("option ") + (optopt ? std::string("-") + static_cast<char>(optopt) : argv[optind - 1]) +
                  " needs a value";

@@ -8,16 +8,21 @@ namespace {
 
 std::string formatTime(double us) {
   char buf[32];
-  if (us >= 10000.0) std::snprintf(buf, sizeof buf, "%7.0f", us);
-  else if (us >= 100.0) std::snprintf(buf, sizeof buf, "%7.1f", us);
-  else std::snprintf(buf, sizeof buf, "%7.2f", us);
+  if (us >= 10000.0)
+    std::snprintf(buf, sizeof buf, "%7.0f", us);
+  else if (us >= 100.0)
+    std::snprintf(buf, sizeof buf, "%7.1f", us);
+  else
+    std::snprintf(buf, sizeof buf, "%7.2f", us);
   return buf;
 }
 
 std::string formatWrong(int64_t wrong) {
   char buf[32];
-  if (wrong < 0) std::snprintf(buf, sizeof buf, "%5s", "N/A");
-  else std::snprintf(buf, sizeof buf, "%5" PRId64, wrong);
+  if (wrong < 0)
+    std::snprintf(buf, sizeof buf, "%5s", "N/A");
+  else
+    std::snprintf(buf, sizeof buf, "%5" PRId64, wrong);
   return buf;
 }
 
@@ -37,10 +42,12 @@ std::string jsonString(const std::string& s) {
 }
 
 void jsonMeasurement(FILE* f, const char* name, const Measurement& m) {
-  std::fprintf(f, "\"%s\": {\"time_us\": %.3f, \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"wrong\": ", name,
-               m.timeUs, m.algBw, m.busBw);
-  if (m.wrong < 0) std::fprintf(f, "null}");
-  else std::fprintf(f, "%" PRId64 "}", m.wrong);
+  std::fprintf(f, "\"%s\": {\"time_us\": %.3f, \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"wrong\": ", name, m.timeUs,
+               m.algBw, m.busBw);
+  if (m.wrong < 0)
+    std::fprintf(f, "null}");
+  else
+    std::fprintf(f, "%" PRId64 "}", m.wrong);
 }
 
 }  // namespace
@@ -66,12 +73,12 @@ void Report::printPreamble() const {
 void Report::printRanks(const std::vector<std::string>& rankLines) const {
   for (const std::string& line : rankLines) std::printf("%s\n", line.c_str());
   std::printf("#\n");
-  std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "",
-              "", "", "", "");
-  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type",
-              "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
-  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)", "", "",
-              "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  std::printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "",
+              "", "", "");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size", "count", "type", "redop",
+              "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)", "", "", "",
+              "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
   std::fflush(stdout);
 }
 
@@ -128,9 +135,8 @@ bool Report::writeJson(int64_t wrong, double avgBusBw) const {
   std::fprintf(f, "  \"results\": [");
   for (size_t i = 0; i < rows_.size(); ++i) {
     const Row& r = rows_[i];
-    std::fprintf(f, "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": %s, \"redop\": %s, \"root\": %d, ",
-                 i ? "," : "", r.bytes, r.count, jsonString(typeInfo(r.type).name).c_str(), jsonString(r.op).c_str(),
-                 r.root);
+    std::fprintf(f, "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": %s, \"redop\": %s, \"root\": %d, ", i ? "," : "",
+                 r.bytes, r.count, jsonString(typeInfo(r.type).name).c_str(), jsonString(r.op).c_str(), r.root);
     jsonMeasurement(f, "outOfPlace", r.outOfPlace);
     std::fprintf(f, ", ");
     jsonMeasurement(f, "inPlace", r.inPlace);

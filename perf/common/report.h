@@ -14,8 +14,8 @@ namespace atl::perf {
 
 struct Measurement {
   double timeUs = 0;
-  double algBw = 0;  // GB/s
-  double busBw = 0;  // GB/s
+  double algBw = 0;    // GB/s
+  double busBw = 0;    // GB/s
   int64_t wrong = -1;  // -1: not checked
 };
 

@@ -31,9 +31,9 @@ struct Alias {
   ncclDataType_t type;
 };
 constexpr Alias kAliases[] = {
-    {"char", ncclInt8},       {"int", ncclInt32},       {"float16", ncclFloat16}, {"fp16", ncclFloat16},
-    {"float32", ncclFloat32}, {"fp32", ncclFloat32},    {"float64", ncclFloat64}, {"fp64", ncclFloat64},
-    {"bf16", ncclBfloat16},   {"e4m3", ncclFloat8e4m3}, {"fp8_e4m3", ncclFloat8e4m3}, {"e5m2", ncclFloat8e5m2},
+    {"char", ncclInt8},           {"int", ncclInt32},       {"float16", ncclFloat16},     {"fp16", ncclFloat16},
+    {"float32", ncclFloat32},     {"fp32", ncclFloat32},    {"float64", ncclFloat64},     {"fp64", ncclFloat64},
+    {"bf16", ncclBfloat16},       {"e4m3", ncclFloat8e4m3}, {"fp8_e4m3", ncclFloat8e4m3}, {"e5m2", ncclFloat8e5m2},
     {"fp8_e5m2", ncclFloat8e5m2},
 };
 
@@ -45,10 +45,14 @@ struct MiniFloat {
 
 MiniFloat miniFloat(ncclDataType_t type) {
   switch (type) {
-    case ncclFloat16: return {5, 10, false};
-    case ncclBfloat16: return {8, 7, false};
-    case ncclFloat8e4m3: return {4, 3, true};
-    default: return {5, 2, false};
+    case ncclFloat16:
+      return {5, 10, false};
+    case ncclBfloat16:
+      return {8, 7, false};
+    case ncclFloat8e4m3:
+      return {4, 3, true};
+    default:
+      return {5, 2, false};
   }
 }
 
@@ -136,44 +140,69 @@ bool parseTypeName(std::string_view name, ncclDataType_t* out) {
 
 void encode(ncclDataType_t type, double v, void* dst, size_t index) {
   switch (type) {
-    case ncclInt8: return store(dst, index, static_cast<int8_t>(v));
-    case ncclUint8: return store(dst, index, static_cast<uint8_t>(v));
-    case ncclInt32: return store(dst, index, static_cast<int32_t>(v));
-    case ncclUint32: return store(dst, index, static_cast<uint32_t>(v));
-    case ncclInt64: return store(dst, index, static_cast<int64_t>(v));
-    case ncclUint64: return store(dst, index, static_cast<uint64_t>(v));
-    case ncclFloat32: return store(dst, index, static_cast<float>(v));
-    case ncclFloat64: return store(dst, index, v);
+    case ncclInt8:
+      return store(dst, index, static_cast<int8_t>(v));
+    case ncclUint8:
+      return store(dst, index, static_cast<uint8_t>(v));
+    case ncclInt32:
+      return store(dst, index, static_cast<int32_t>(v));
+    case ncclUint32:
+      return store(dst, index, static_cast<uint32_t>(v));
+    case ncclInt64:
+      return store(dst, index, static_cast<int64_t>(v));
+    case ncclUint64:
+      return store(dst, index, static_cast<uint64_t>(v));
+    case ncclFloat32:
+      return store(dst, index, static_cast<float>(v));
+    case ncclFloat64:
+      return store(dst, index, v);
     case ncclFloat16:
-    case ncclBfloat16: return store(dst, index, static_cast<uint16_t>(encodeMini(miniFloat(type), v)));
-    default: return store(dst, index, static_cast<uint8_t>(encodeMini(miniFloat(type), v)));
+    case ncclBfloat16:
+      return store(dst, index, static_cast<uint16_t>(encodeMini(miniFloat(type), v)));
+    default:
+      return store(dst, index, static_cast<uint8_t>(encodeMini(miniFloat(type), v)));
   }
 }
 
 double decode(ncclDataType_t type, const void* src, size_t index) {
   switch (type) {
-    case ncclInt8: return load<int8_t>(src, index);
-    case ncclUint8: return load<uint8_t>(src, index);
-    case ncclInt32: return load<int32_t>(src, index);
-    case ncclUint32: return load<uint32_t>(src, index);
-    case ncclInt64: return static_cast<double>(load<int64_t>(src, index));
-    case ncclUint64: return static_cast<double>(load<uint64_t>(src, index));
-    case ncclFloat32: return load<float>(src, index);
-    case ncclFloat64: return load<double>(src, index);
+    case ncclInt8:
+      return load<int8_t>(src, index);
+    case ncclUint8:
+      return load<uint8_t>(src, index);
+    case ncclInt32:
+      return load<int32_t>(src, index);
+    case ncclUint32:
+      return load<uint32_t>(src, index);
+    case ncclInt64:
+      return static_cast<double>(load<int64_t>(src, index));
+    case ncclUint64:
+      return static_cast<double>(load<uint64_t>(src, index));
+    case ncclFloat32:
+      return load<float>(src, index);
+    case ncclFloat64:
+      return load<double>(src, index);
     case ncclFloat16:
-    case ncclBfloat16: return decodeMini(miniFloat(type), load<uint16_t>(src, index));
-    default: return decodeMini(miniFloat(type), load<uint8_t>(src, index));
+    case ncclBfloat16:
+      return decodeMini(miniFloat(type), load<uint16_t>(src, index));
+    default:
+      return decodeMini(miniFloat(type), load<uint8_t>(src, index));
   }
 }
 
 Combine combineFor(bool reduces, ncclRedOp_t op) {
   if (!reduces) return Combine::Copy;
   switch (op) {
-    case ncclSum: return Combine::Sum;
-    case ncclProd: return Combine::Prod;
-    case ncclMin: return Combine::Min;
-    case ncclMax: return Combine::Max;
-    default: return Combine::Avg;
+    case ncclSum:
+      return Combine::Sum;
+    case ncclProd:
+      return Combine::Prod;
+    case ncclMin:
+      return Combine::Min;
+    case ncclMax:
+      return Combine::Max;
+    default:
+      return Combine::Avg;
   }
 }
 
@@ -216,11 +245,20 @@ double Pattern::reduced(size_t index) const {
     double v = input(r, index);
     switch (combine_) {
       case Combine::Sum:
-      case Combine::Avg: acc += v; break;
-      case Combine::Prod: acc *= v; break;
-      case Combine::Min: acc = std::min(acc, v); break;
-      case Combine::Max: acc = std::max(acc, v); break;
-      case Combine::Copy: break;
+      case Combine::Avg:
+        acc += v;
+        break;
+      case Combine::Prod:
+        acc *= v;
+        break;
+      case Combine::Min:
+        acc = std::min(acc, v);
+        break;
+      case Combine::Max:
+        acc = std::max(acc, v);
+        break;
+      case Combine::Copy:
+        break;
     }
   }
   if (combine_ == Combine::Avg) acc = info_.isFloat ? acc / nranks_ : std::trunc(acc / nranks_);

@@ -15,7 +15,7 @@ namespace atl::perf {
 
 struct TypeInfo {
   ncclDataType_t type;
-  const char* name;   // as nccl-tests prints it
+  const char* name;  // as nccl-tests prints it
   size_t size;
   bool isFloat;
   bool isSigned;

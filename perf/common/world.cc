@@ -84,8 +84,9 @@ std::string jobKey() {
 bool idThroughFile(World* w, std::string* error) {
   std::string key = jobKey();
   if (key.empty()) {
-    *error = "an MPI launcher was detected but neither MASTER_ADDR nor a job id (PMIX_NAMESPACE, "
-             "OMPI_MCA_ess_base_jobid, PMI_JOBID, SLURM_JOB_ID) is set";
+    *error =
+        "an MPI launcher was detected but neither MASTER_ADDR nor a job id (PMIX_NAMESPACE, "
+        "OMPI_MCA_ess_base_jobid, PMI_JOBID, SLURM_JOB_ID) is set";
     return false;
   }
   const std::string path = "/tmp/atoll-perf-" + key + ".id";
@@ -163,16 +164,16 @@ bool discoverWorld(World* w, std::string* error) {
     w->launcher = "env";
     if (!readRankPair(kEnvRank, kEnvWorldSize, w, error)) return false;
     if (!env(kEnvMasterAddr)) {
-      *error = "RANK/WORLD_SIZE are set but neither ATOLL_UNIQUE_ID nor MASTER_ADDR is; use atollrun or set "
-               "MASTER_ADDR/MASTER_PORT";
+      *error =
+          "RANK/WORLD_SIZE are set but neither ATOLL_UNIQUE_ID nor MASTER_ADDR is; use atollrun or set "
+          "MASTER_ADDR/MASTER_PORT";
       return false;
     }
     if (!idFromMaster(w, error)) return false;
   } else if (env("OMPI_COMM_WORLD_SIZE") || env("PMI_SIZE")) {
     w->launcher = "mpi";
     const bool ompi = env("OMPI_COMM_WORLD_SIZE") != nullptr;
-    if (!readRankPair(ompi ? "OMPI_COMM_WORLD_RANK" : "PMI_RANK", ompi ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE", w,
-                      error))
+    if (!readRankPair(ompi ? "OMPI_COMM_WORLD_RANK" : "PMI_RANK", ompi ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE", w, error))
       return false;
     if (env(kEnvMasterAddr) ? !idFromMaster(w, error) : !idThroughFile(w, error)) return false;
   } else {

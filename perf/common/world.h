@@ -13,8 +13,8 @@ struct World {
   int proc = 0;
   int localProc = 0;
   ncclUniqueId id{};
-  std::string launcher;   // "atollrun", "env", "mpi", "single"
-  std::string idFile;     // unique-id file this process published (removed at exit)
+  std::string launcher;  // "atollrun", "env", "mpi", "single"
+  std::string idFile;    // unique-id file this process published (removed at exit)
 };
 
 /// Reads the launcher environment and obtains the unique id (may call ncclGetUniqueId). Must run

@@ -46,7 +46,9 @@ class Bootstrap {
   virtual const Secret& secret() const = 0;
   virtual uint64_t commHash() const = 0;
 
-  /// Point-to-point messages, matched by (peer, tag); recv requires the exact length.
+  /// Point-to-point messages, matched by (peer, tag); recv requires the exact length. Messages of one
+  /// (peer, tag) arrive in send order; send returns once the peer has queued the message (it need not
+  /// be in recv yet). Tags >= 0xFFFFFF00 are reserved for allGather/barrier; at most 64 MiB each.
   virtual Status send(int peer, uint32_t tag, std::span<const std::byte> data) = 0;
   virtual Status recv(int peer, uint32_t tag, std::span<std::byte> data) = 0;
   /// `data` holds nranks slots of `perRank` bytes with this rank's slot filled; on return all are.

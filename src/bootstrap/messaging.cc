@@ -74,10 +74,12 @@ std::optional<size_t> BootstrapImpl::checkHeader(const ChallengeServer::Conn& c,
 void BootstrapImpl::onMessage(ChallengeServer::Conn&& c) {
   wire::MsgHeader h;
   std::memcpy(&h, c.header.data(), sizeof(h));
-  enqueue({h.from, h.tag, std::move(c.body)});
-  // The ack tells the sender the message is queued; a sender that vanished meanwhile is harmless.
+  // Ack before queueing: once queued, recv() may return and this process exit, and the sender must
+  // not see that as a lost message. Order per (peer, tag) still holds: this thread queues the
+  // message before it reads the sender's next connection.
   uint8_t ack = wire::kAck;
   (void)::send(c.fd.get(), &ack, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  enqueue({h.from, h.tag, std::move(c.body)});
 }
 
 void BootstrapImpl::enqueue(Message m) {

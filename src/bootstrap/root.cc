@@ -19,6 +19,8 @@ namespace atl::bootstrap {
 namespace {
 
 constexpr int kReplyTimeoutMs = 10000;
+/// How long a failed rendezvous keeps telling late joiners why, unless all of them were told sooner.
+constexpr int kFailureLingerMs = 10000;
 
 struct Member {
   bool present = false;
@@ -46,6 +48,7 @@ class RootServer {
         onTimeout();
         break;
       }
+      if (failed_ && linger_.expired()) break;
       server_.pump(deadline_.remainingMs(200));
     }
     server_.dropAll();
@@ -139,6 +142,7 @@ class RootServer {
 
   void fail(ChallengeServer::Conn&& c, int rank, const char* msg) {
     failed_ = true;
+    linger_ = Deadline::afterMs(kFailureLingerMs);
     code_ = ncclInvalidUsage;
     message_ = msg;
     ATOLL_WARN("%s: rendezvous failed: %s", name_.c_str(), msg);
@@ -192,6 +196,7 @@ class RootServer {
   std::string name_;
   Secret secret_;
   Deadline deadline_;
+  Deadline linger_;
   int64_t timeoutMs_;
   ChallengeServer server_;
   std::vector<Member> members_;

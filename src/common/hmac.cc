@@ -1,6 +1,7 @@
 // OpenSSL one-shot digests: no context objects to leak, and both are safe to call from any thread.
 #include "common/hmac.h"
 
+#include <openssl/crypto.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 #include <sys/random.h>
@@ -8,10 +9,20 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
 namespace atl {
+namespace {
+// OpenSSL's atexit cleanup would free its caches while a detached thread (a bootstrap root still
+// waiting for ranks) may be using them; the OS reclaims everything at exit anyway.
+void initCrypto() {
+  static std::once_flag once;
+  std::call_once(once, [] { OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr); });
+}
+}  // namespace
 
 Digest hmacSha256(std::span<const uint8_t> key, std::span<const uint8_t> message) {
+  initCrypto();
   Digest out{};
   unsigned int len = 0;
   // OpenSSL wants non-null pointers even for empty inputs.
@@ -27,6 +38,7 @@ Digest hmacSha256(std::span<const uint8_t> key, std::span<const uint8_t> message
 }
 
 Digest sha256(std::span<const uint8_t> message) {
+  initCrypto();
   Digest out{};
   static const uint8_t kEmpty = 0;
   SHA256(message.empty() ? &kEmpty : message.data(), message.size(), out.data());

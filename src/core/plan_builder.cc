@@ -95,6 +95,20 @@ Result<std::unique_ptr<engine::Plan>> buildP2PPlan(ncclComm* comm, const std::ve
   plan->dtype = ncclInt8;
   plan->elemSize = 1;
   plan->buffers.assign(algo::kFirstUserBuf, nullptr);
+  auto range = [](const OpDesc* op) {
+    auto* p = static_cast<const std::byte*>(op->isSend ? op->sendbuff : op->recvbuff);
+    return std::pair{p, p + op->count * kernels::dtypeSize(op->dtype)};
+  };
+  // Sends and receives of one group run concurrently, so a send whose buffer overlaps a receive
+  // (nccl-tests' in-place sendrecv passes one buffer to both) is sent from a copy taken at start.
+  struct Staged {
+    algo::BufId slot;
+    const std::byte* source;
+    size_t offset;
+    size_t bytes;
+  };
+  std::vector<Staged> staged;
+  size_t stagingBytes = 0;
   std::vector<algo::P2POp> p2p;
   for (const OpDesc* op : ops) {
     algo::P2POp x;
@@ -102,9 +116,31 @@ Result<std::unique_ptr<engine::Plan>> buildP2PPlan(ncclComm* comm, const std::ve
     x.peer = op->root;
     x.bytes = op->count * kernels::dtypeSize(op->dtype);
     x.buf = static_cast<algo::BufId>(plan->buffers.size());
-    plan->buffers.push_back(op->isSend ? const_cast<std::byte*>(static_cast<const std::byte*>(op->sendbuff))
-                                       : static_cast<std::byte*>(op->recvbuff));
+    auto [lo, hi] = range(op);
+    bool overlaps = false;
+    if (op->isSend)
+      for (const OpDesc* other : ops)
+        if (!other->isSend) {
+          auto [olo, ohi] = range(other);
+          overlaps = overlaps || (lo < ohi && olo < hi);
+        }
+    if (overlaps && x.bytes > 0) {
+      staged.push_back({x.buf, lo, stagingBytes, x.bytes});
+      plan->buffers.push_back(nullptr);  // set by the prologue
+      stagingBytes += (x.bytes + 63) / 64 * 64;
+    } else {
+      plan->buffers.push_back(const_cast<std::byte*>(lo));
+    }
     if (x.bytes > 0) p2p.push_back(x);
+  }
+  if (stagingBytes > 0) {
+    plan->ownedInput.reset(new std::byte[stagingBytes]);
+    plan->prologue = [staged](engine::Plan& p) {
+      for (const Staged& st : staged) {
+        p.buffers[st.slot] = p.ownedInput.get() + st.offset;
+        std::memcpy(p.buffers[st.slot], st.source, st.bytes);
+      }
+    };
   }
   char what[96];
   snprintf(what, sizeof(what), "SendRecv batch of %zu ops on rank %d/%d", ops.size(), comm->rank, comm->nranks);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/group.h"
 #include "core/init.h"
 #include "core/nccl_api.h"
 
@@ -30,6 +31,9 @@ Status split(ncclComm* comm, int color, int key, ncclComm_t* newcomm, ncclConfig
   std::vector<SplitEntry> all(static_cast<size_t>(comm->nranks));
   all[static_cast<size_t>(comm->rank)] = {color, key, comm->rank};
   ATOLL_CHECK(comm->bootstrap->allGather(std::as_writable_bytes(std::span(all)), sizeof(SplitEntry)));
+  // Successive splits must not match each other's messages: number them (every rank counts every
+  // split, including the ones it sits out).
+  const uint32_t seq = comm->splitSeq++;
   if (color == NCCL_SPLIT_NOCOLOR) return Status::Ok();
 
   std::vector<SplitEntry> members;
@@ -41,8 +45,6 @@ Status split(ncclComm* comm, int color, int key, ncclComm_t* newcomm, ncclConfig
   int newRank = 0;
   while (members[static_cast<size_t>(newRank)].rank != comm->rank) ++newRank;
   const int leader = members[0].rank;
-  // Successive splits must not match each other's messages: number them (all ranks count alike).
-  const uint32_t seq = comm->splitSeq++;
   const uint32_t tag = kSplitTagBase + ((seq & 0xffu) << 24) + static_cast<uint32_t>(color & 0xffff);
 
   ncclUniqueId id;
@@ -62,5 +64,13 @@ Status split(ncclComm* comm, int color, int key, ncclComm_t* newcomm, ncclConfig
 }  // namespace
 
 NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
-  return apiGuard(__func__, [&] { return split(comm, color, key, newcomm, config); });
+  return apiGuard(__func__, [&]() -> Status {
+    // Inside a group (one thread splitting several communicators) the split is collective with
+    // the others queued there, so it runs at ncclGroupEnd on a thread of its own, like init.
+    if (!inGroup()) return split(comm, color, key, newcomm, config);
+    ATOLL_CHECK(checkComm(comm, "ncclCommSplit"));
+    if (newcomm == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
+    *newcomm = nullptr;
+    return enqueueInit([=] { return split(comm, color, key, newcomm, config); });
+  });
 }

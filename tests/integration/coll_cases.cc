@@ -330,24 +330,25 @@ std::string currentCase() {
 }
 
 std::vector<Case> buildCases(const Options& opt, int n) {
+  const size_t N = static_cast<size_t>(n);
   std::vector<size_t> counts = opt.counts;
   if (counts.empty()) {
-    if (opt.quick) {
-      counts = {0, 1, 3, 31, 1031, 13 * static_cast<size_t>(n) + 1};
+    if (opt.level == Level::kQuick) {
+      counts = {0, 1, 3, 31, 1031, 13 * N + 1};
     } else {
-      counts = {0, 1, 2, 3, 7, 31, 257, 1031, 65537, 13 * static_cast<size_t>(n) + 1,
-                1000 * static_cast<size_t>(n) + static_cast<size_t>(n) - 1};
+      counts = {0, 1, 2, 3, 7, 31, 257, 1031, 65537, 13 * N + 1, 1000 * N + N - 1};
     }
     std::sort(counts.begin(), counts.end());
     counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   }
   std::vector<int> roots = {0, n - 1, n / 2};
-  if (opt.quick) roots = {n - 1};
   std::sort(roots.begin(), roots.end());
   roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+  const bool full = opt.level == Level::kFull;
 
   std::vector<Case> cases;
   uint64_t seed = 1;
+  size_t rot = 0;  // rotates roots through the sweep when not --full
   for (int ci = 0; ci < static_cast<int>(Coll::kCount); ++ci) {
     if (!opt.colls[static_cast<size_t>(ci)]) continue;
     const Coll coll = static_cast<Coll>(ci);
@@ -358,19 +359,25 @@ std::vector<Case> buildCases(const Options& opt, int n) {
         if (isReduction(coll) && !opt.ops[static_cast<size_t>(oi)]) continue;
         const Op op = static_cast<Op>(oi);
         for (size_t cnt = 0; cnt < counts.size(); ++cnt) {
-          // Sweeping large counts over every root and both placements adds time, not coverage.
+          // Large counts exercise chunking and pipelining, not the operator: unless --full, each
+          // (collective, datatype) runs them with one operator, rotating over the datatypes.
           const bool big = counts[cnt] > 4096;
+          const size_t bigOp = static_cast<size_t>(ti + ci) % kNumOps;
+          if (big && !full && opt.counts.empty() && isReduction(coll) && static_cast<size_t>(oi) != bigOp &&
+              opt.ops[bigOp])
+            continue;
           for (int ip = 0; ip < 2; ++ip) {
             const bool inplace = ip == 1;
             if (inplace && (coll == Coll::kAlltoAll || coll == Coll::kSendRecvRing || coll == Coll::kSendRecvAll ||
                             coll == Coll::kBcast))
               continue;
-            if (big && inplace && !isReduction(coll) && coll != Coll::kAllGather) continue;
-            const std::vector<int> rootList = isRooted(coll) ? roots : std::vector<int>{0};
-            for (size_t ri = 0; ri < rootList.size(); ++ri) {
-              if (big && ri > 0) continue;
-              Case c{coll, dt, op, counts[cnt], inplace, rootList[ri],
-                     (cnt + ri + static_cast<size_t>(ip)) % 2 ? ncclScalarDevice : ncclScalarHostImmediate, seed++};
+            std::vector<int> rootList = {0};
+            if (isRooted(coll)) rootList = full ? roots : std::vector<int>{roots[rot++ % roots.size()]};
+            for (int root : rootList) {
+              Case c{coll, dt, op, counts[cnt], inplace, root,
+                     (cnt + static_cast<size_t>(root) + static_cast<size_t>(ip)) % 2 ? ncclScalarDevice
+                                                                                     : ncclScalarHostImmediate,
+                     seed++};
               cases.push_back(c);
             }
           }

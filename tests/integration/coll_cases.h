@@ -48,12 +48,15 @@ struct Case {
   std::string describe() const;
 };
 
+// kQuick: fewer counts; kStandard: every count, roots and big-count operators rotated; kFull: all.
+enum class Level { kQuick, kStandard, kFull };
+
 struct Options {
   std::vector<bool> colls = std::vector<bool>(static_cast<size_t>(Coll::kCount), true);
   std::vector<bool> types = std::vector<bool>(ncclNumTypes, true);
   std::vector<bool> ops = std::vector<bool>(kNumOps, true);
   std::vector<size_t> counts;  // empty: the default list for the mode
-  bool quick = false;
+  Level level = Level::kStandard;
   bool verbose = false;
   int maxFailuresPrinted = 20;
 };

@@ -6,7 +6,9 @@
 //   coll_check --procs N     N child processes (fork+exec before any id exists); the parent calls
 //                            ncclGetUniqueId, so it hosts the rendezvous root, and passes the id
 //                            hex-encoded through a pipe
-// Subsets: --colls a,b  --types a,b  --ops a,b  --counts 0,5,77  --quick  --timeout SECONDS
+// Subsets: --colls a,b  --types a,b  --ops a,b  --counts 0,5,77  --timeout SECONDS
+// Sweep size: --quick (6 counts), default (11 counts; roots and big-count operators rotate through
+// the sweep), --full (every root and operator at every count).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -70,7 +72,7 @@ bool selectNames(const std::string& list, const char* const (&names)[N], std::ve
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: coll_check (--threads N | --initall N | --procs N) [--colls LIST] [--types LIST]\n"
-               "                  [--ops LIST] [--counts LIST] [--quick] [--timeout SEC] [--verbose]\n");
+               "                  [--ops LIST] [--counts LIST] [--quick|--full] [--timeout SEC] [--verbose]\n");
   std::exit(2);
 }
 
@@ -130,8 +132,8 @@ Args parseArgs(int argc, char** argv) {
       std::string v = next();
       forward(v);
       a.timeoutSec = std::atof(v.c_str());
-    } else if (s == "--quick") {
-      a.opt.quick = true;
+    } else if (s == "--quick" || s == "--full") {
+      a.opt.level = s == "--quick" ? Level::kQuick : Level::kFull;
       a.passthrough.push_back(s);
     } else if (s == "--verbose") {
       a.opt.verbose = true;
@@ -313,6 +315,27 @@ void checkCommFeatures(const World& w, Stats& st) {
       if (sub[l]) expect(st, ncclCommDestroy(sub[l]) == ncclSuccess, "ncclCommDestroy(split comm)");
   }
 
+  // Abort an idle duplicate: every rank has finished creating it (the parent all-reduce after the
+  // split proves that) before anyone aborts.
+  setCurrentCase("ncclCommAbort idle comm");
+  std::vector<ncclComm_t> dup(L, nullptr);
+  r = forRanks(w, [&](size_t l) { return ncclCommSplit(w.comms[l], 0, w.ranks[l], &dup[l], nullptr); }, &err);
+  expect(st, r == ncclSuccess, "ncclCommSplit dup: " + err);
+  std::vector<int> all;
+  for (int p = 0; p < n; ++p) all.push_back(p);
+  checkAllReduceOn(w, all, "parent comm after split", st);
+  for (size_t l = 0; l < L; ++l)
+    if (dup[l]) expect(st, ncclCommAbort(dup[l]) == ncclSuccess, "ncclCommAbort(idle comm)");
+  checkAllReduceOn(w, all, "parent comm after abort of a child comm", st);
+}
+
+// NCCL_SPLIT_NOCOLOR, then one more split of the same parent: ranks that opted out must stay in
+// step with the others for later splits.
+void checkNoColorSplit(const World& w, Stats& st) {
+  const int n = w.nranks;
+  const size_t L = w.ranks.size();
+  std::string err;
+  ncclResult_t r;
   // NCCL_SPLIT_NOCOLOR: rank 0 opts out and must get NULL; the others form one comm (key 0 keeps
   // the parent order).
   setCurrentCase("ncclCommSplit NOCOLOR");
@@ -360,18 +383,22 @@ void checkCommFeatures(const World& w, Stats& st) {
     }
   }
 
-  // Abort an idle duplicate: every rank has finished creating it (the parent all-reduce after the
-  // split proves that) before anyone aborts.
-  setCurrentCase("ncclCommAbort idle comm");
-  std::vector<ncclComm_t> dup(L, nullptr);
-  r = forRanks(w, [&](size_t l) { return ncclCommSplit(w.comms[l], 0, w.ranks[l], &dup[l], nullptr); }, &err);
-  expect(st, r == ncclSuccess, "ncclCommSplit dup: " + err);
-  std::vector<int> all;
-  for (int p = 0; p < n; ++p) all.push_back(p);
-  checkAllReduceOn(w, all, "parent comm after split", st);
-  for (size_t l = 0; l < L; ++l)
-    if (dup[l]) expect(st, ncclCommAbort(dup[l]) == ncclSuccess, "ncclCommAbort(idle comm)");
-  checkAllReduceOn(w, all, "parent comm after abort of a child comm", st);
+  setCurrentCase("ncclCommSplit after a NOCOLOR split");
+  std::vector<ncclComm_t> again(L, nullptr);
+  r = forRanks(w, [&](size_t l) { return ncclCommSplit(w.comms[l], 3, 0, &again[l], nullptr); }, &err);
+  expect(st, r == ncclSuccess, "ncclCommSplit after NOCOLOR split: " + err);
+  bool all = r == ncclSuccess;
+  for (ncclComm_t c : again) all = all && c != nullptr;
+  if (all) {
+    World aw = w;
+    aw.comms = again;
+    std::vector<int> ident;
+    for (int p = 0; p < n; ++p) ident.push_back(p);
+    checkAllReduceOn(aw, ident, "split after NOCOLOR split", st);
+    r = forRanks(aw, [&](size_t l) { return ncclCommFinalize(aw.comms[l]); }, &err);
+    expect(st, r == ncclSuccess, "ncclCommFinalize(split after NOCOLOR): " + err);
+    for (ncclComm_t c : again) expect(st, ncclCommDestroy(c) == ncclSuccess, "ncclCommDestroy(split after NOCOLOR)");
+  }
 }
 
 // Everything one world (the local ranks of this thread) runs, then finalize and destroy.
@@ -383,6 +410,7 @@ void runWorld(const World& w, const Options& opt, Stats& st) {
     if (opt.verbose && w.ranks[0] == 0) std::printf("# %s\n", c.describe().c_str());
     runCase(w, c, st);
   }
+  checkNoColorSplit(w, st);
   setCurrentCase("finalize/destroy");
   std::string err;
   ncclResult_t r = forRanks(w, [&](size_t l) { return ncclCommFinalize(w.comms[l]); }, &err);

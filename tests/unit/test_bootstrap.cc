@@ -160,7 +160,18 @@ TEST_P(BootstrapRanks, RendezvousAndMessaging) {
 }
 INSTANTIATE_TEST_SUITE_P(Sizes, BootstrapRanks, ::testing::Values(1, 2, 5, 8));
 
+int countThreads() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
 TEST(Bootstrap, MultiProcess) {
+  // Forking a multi-threaded process is unsafe (and TSan refuses); ctest runs each test alone.
+  if (countThreads() != 1) GTEST_SKIP() << "other threads are running (e.g. --gtest_repeat); run this test alone";
   constexpr int kRanks = 3;
   int pipes[kRanks][2];
   pid_t pids[kRanks];
@@ -368,6 +379,7 @@ TEST(Bootstrap, MissingRankTimesOut) {
 }
 
 TEST(Bootstrap, AbortStopsJoin) {
+  ScopedEnv env("ATOLL_BOOTSTRAP_TIMEOUT_MS", "1500");  // lets the root thread go soon after
   ncclUniqueId id = freshId();
   AbortFlag abort{false};
   std::thread setter([&] {
@@ -406,8 +418,9 @@ TEST(Bootstrap, NoFdLeak) {
   }
   // The root threads close their sockets right after handing out the table.
   auto start = std::chrono::steady_clock::now();
+  // (Roots left over from earlier tests in this process may exit meanwhile, hence <=.)
   while (countFds() > before && secondsSince(start) < 3) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(countFds(), before);
+  EXPECT_LE(countFds(), before);
 }
 
 TEST(Socket, InterfaceSelection) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <new>
 #include <thread>
+#include <utility>
 
 #include "core/debug.h"
 

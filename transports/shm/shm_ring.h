@@ -75,6 +75,8 @@ class Ring {
   /// Whether the other end is known to be gone: closed flag set, or its process no longer exists.
   /// `checkProcess` does the (relatively costly) kill(pid, 0) probe.
   bool peerGone(bool checkProcess) const;
+  int peerPid() const { return other().pid.load(std::memory_order_acquire); }
+  bool peerClosed() const { return other().closed.load(std::memory_order_acquire) != 0; }
 
   /// Capacity actually used for a request: a power of two, at least kMinCapacity.
   static uint64_t roundCapacity(size_t requestedBytes);

@@ -68,8 +68,8 @@ Result<size_t> ShmConnection::send(const void* data, size_t n) {
     // The reader may be gone for good; look only now and then, a full ring is usually just a busy reader.
     bool probe = ++sendIdle_ % kProbeInterval == 0;
     if (send_.peerGone(probe))
-      return ATOLL_ERROR(ncclRemoteError, "shm: rank %d -> %d channel %d: receiving process is gone", rank_, peer_,
-                         channel_);
+      return ATOLL_ERROR(ncclRemoteError, "shm: rank %d: peer rank %d (pid %d) %s channel %d", rank_, peer_,
+                         send_.peerPid(), send_.peerClosed() ? "closed" : "exited without closing", channel_);
     return size_t{0};
   }
   sendIdle_ = 0;
@@ -92,8 +92,9 @@ Result<std::span<const std::byte>> ShmConnection::peek() {
       // The writer is gone, so head is final: hand out what it wrote before failing.
       recvHead_ = recv_.header()->head.load(std::memory_order_acquire);
       if ((recvHead_ & ~uint64_t{7}) <= recvTail_)
-        return ATOLL_ERROR(ncclRemoteError, "shm: rank %d <- %d channel %d: sending process is gone%s", rank_, peer_,
-                           channel_, recvHead_ != recvTail_ ? " (a partial word was left unread)" : "");
+        return ATOLL_ERROR(ncclRemoteError, "shm: rank %d: peer rank %d (pid %d) %s channel %d%s", rank_, peer_,
+                           recv_.peerPid(), recv_.peerClosed() ? "closed" : "exited without closing", channel_,
+                           recvHead_ != recvTail_ ? " (a partial word was left unread)" : "");
     } else {
       return std::span<const std::byte>();
     }

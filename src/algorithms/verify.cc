@@ -1,0 +1,295 @@
+#include "algorithms/verify.h"
+
+#include <deque>
+#include <unordered_map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+namespace atl::algo {
+namespace {
+
+struct Value {
+  uint64_t hash = 0;
+  uint32_t count = 0;  // contributions; kUnset when never written
+  bool operator==(const Value& o) const { return hash == o.hash && count == o.count; }
+};
+constexpr uint32_t kUnset = 0xffffffffu;
+
+size_t inputElems(const CollSpec& s) {
+  switch (s.coll) {
+    case Coll::ReduceScatter:
+    case Coll::AlltoAll:
+    case Coll::Scatter: return s.count * static_cast<size_t>(s.nranks);
+    default: return s.count;
+  }
+}
+size_t outputElems(const CollSpec& s) {
+  switch (s.coll) {
+    case Coll::AllGather:
+    case Coll::AlltoAll:
+    case Coll::Gather: return s.count * static_cast<size_t>(s.nranks);
+    default: return s.count;
+  }
+}
+
+struct RankState {
+  std::vector<Value> send, recv, scratch;
+  size_t sendBase = 0;  // in place: where the send buffer starts inside recv
+  bool sendInRecv = false;
+  Schedule schedule;
+  std::vector<size_t> pc;    // next step per program
+  std::vector<char> posted;  // the send half of that step is already posted
+};
+
+class Simulator {
+ public:
+  explicit Simulator(const CollSpec& spec) : spec_(spec) {}
+
+  VerifyResult run() {
+    const int n = spec_.nranks;
+    ranks_.resize(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      RankState& st = ranks_[static_cast<size_t>(r)];
+      CollSpec mine = spec_;
+      mine.rank = r;
+      st.recv.assign(outputElems(spec_), Value{0, kUnset});
+      layoutInPlace(st, r);
+      if (!st.sendInRecv) st.send.assign(inputElems(spec_), Value{});
+      for (size_t i = 0; i < inputElems(spec_); ++i) sendRef(st, i) = Value{weight(r, i), 1};
+      st.schedule = buildSchedule(mine);
+      st.scratch.assign(st.schedule.scratchElems, Value{0, kUnset});
+      st.pc.assign(st.schedule.programs.size(), 0);
+      st.posted.assign(st.schedule.programs.size(), 0);
+    }
+    // Event-driven: a rank runs until it blocks, and runs again when a message arrives for it.
+    std::vector<char> queued(static_cast<size_t>(n), 1);
+    for (int r = 0; r < n; ++r) work_.push_back(r);
+    while (!work_.empty() && result_.ok) {
+      int r = work_.front();
+      work_.pop_front();
+      queued[static_cast<size_t>(r)] = 0;
+      RankState& st = ranks_[static_cast<size_t>(r)];
+      for (size_t p = 0; p < st.schedule.programs.size() && result_.ok; ++p) {
+        const Program& prog = st.schedule.programs[p];
+        while (st.pc[p] < prog.steps.size() && result_.ok && tryStep(r, prog.channel, prog.steps[st.pc[p]], st.posted[p])) ++st.pc[p];
+      }
+      for (int woken : woken_)
+        if (!queued[static_cast<size_t>(woken)]) {
+          queued[static_cast<size_t>(woken)] = 1;
+          work_.push_back(woken);
+        }
+      woken_.clear();
+    }
+    if (!result_.ok) return result_;
+    for (int r = 0; r < n; ++r) {
+      const RankState& st = ranks_[static_cast<size_t>(r)];
+      for (size_t p = 0; p < st.pc.size(); ++p)
+        if (st.pc[p] < st.schedule.programs[p].steps.size())
+          return fail("deadlock: rank " + std::to_string(r) + " program " + std::to_string(p) + " blocked at step " +
+                      std::to_string(st.pc[p]));
+    }
+    for (auto& [key, q] : queues_)
+      if (!q.empty())
+        return fail("rank " + std::to_string((key >> 24) & 0xffffff) + " sent " + std::to_string(q.size()) +
+                    " message(s) to rank " + std::to_string(key & 0xffffff) + " that were never received");
+    checkResults();
+    return result_;
+  }
+
+ private:
+  using Key = uint64_t;  // channel, from, to packed
+  static Key key(int channel, int from, int to) {
+    return (static_cast<uint64_t>(channel) << 48) | (static_cast<uint64_t>(from) << 24) | static_cast<uint64_t>(to);
+  }
+
+  void layoutInPlace(RankState& st, int r) {
+    if (!spec_.inPlace) return;
+    const size_t c = spec_.count;
+    switch (spec_.coll) {
+      case Coll::AllGather: st.sendInRecv = true, st.sendBase = static_cast<size_t>(r) * c; break;
+      case Coll::Gather:
+        if (r == spec_.root) st.sendInRecv = true, st.sendBase = static_cast<size_t>(r) * c;
+        break;
+      case Coll::ReduceScatter:
+      case Coll::Scatter:
+        // Here the receive buffer lives inside the (larger) send buffer.
+        break;
+      default: st.sendInRecv = true, st.sendBase = 0; break;
+    }
+  }
+
+  bool recvInSend(int r) const {
+    if (!spec_.inPlace) return false;
+    return spec_.coll == Coll::ReduceScatter || (spec_.coll == Coll::Scatter && r == spec_.root);
+  }
+  size_t recvBase(int r) const { return static_cast<size_t>(spec_.coll == Coll::Scatter ? spec_.root : r) * spec_.count; }
+
+  Value& sendRef(RankState& st, size_t i) { return st.sendInRecv ? st.recv[st.sendBase + i] : st.send[i]; }
+
+  Value* at(int r, const Ref& ref, size_t len) {
+    RankState& st = ranks_[static_cast<size_t>(r)];
+    std::vector<Value>* buf = nullptr;
+    size_t base = 0;
+    if (ref.buf == kSendBuf) {
+      buf = st.sendInRecv ? &st.recv : &st.send;
+      base = st.sendInRecv ? st.sendBase : 0;
+    } else if (ref.buf == kRecvBuf) {
+      buf = recvInSend(r) ? &st.send : &st.recv;
+      base = recvInSend(r) ? recvBase(r) : 0;
+    } else if (ref.buf == kScratchBuf) {
+      buf = &st.scratch;
+    }
+    if (buf == nullptr || base + ref.offset + len > buf->size()) {
+      fail("rank " + std::to_string(r) + " addresses buffer " + std::to_string(ref.buf) + " out of bounds at " +
+           std::to_string(ref.offset) + "+" + std::to_string(len));
+      return nullptr;
+    }
+    return buf->data() + base + ref.offset;
+  }
+
+  bool tryStep(int r, int channel, const Step& st, char& posted) {
+    if (st.kind == StepKind::LocalCopy) {
+      Value* src = at(r, st.src, st.sendCount);
+      Value* dst = at(r, st.dst, st.sendCount);
+      if (!src || !dst) return false;
+      std::vector<Value> tmp(src, src + st.sendCount);
+      std::copy(tmp.begin(), tmp.end(), dst);
+      return true;
+    }
+    // The receive half decides whether the step can complete; the send half is posted once.
+    Key inKey = key(channel, st.recvPeer, r);
+    if (st.recvPeer >= 0) {
+      auto it = queues_.find(inKey);
+      if (it == queues_.end() || it->second.empty()) {
+        postSend(r, channel, st, posted);
+        return false;
+      }
+    }
+    postSend(r, channel, st, posted);
+    posted = false;
+    if (st.recvPeer >= 0) {
+      std::vector<Value> msg = std::move(queues_[inKey].front());
+      queues_[inKey].pop_front();
+      if (msg.size() != st.recvCount) {
+        fail("rank " + std::to_string(r) + " expected " + std::to_string(st.recvCount) + " elements from rank " +
+             std::to_string(st.recvPeer) + " on channel " + std::to_string(channel) + " but the message has " +
+             std::to_string(msg.size()));
+        return false;
+      }
+      Value* dst = at(r, st.dst, st.recvCount);
+      if (!dst) return false;
+      if (st.reduce) {
+        Value* acc = at(r, st.acc, st.recvCount);
+        if (!acc) return false;
+        for (size_t i = 0; i < msg.size(); ++i) {
+          if (acc[i].count == kUnset || msg[i].count == kUnset) {
+            fail("rank " + std::to_string(r) + " reduces an element that was never written");
+            return false;
+          }
+          dst[i] = Value{acc[i].hash + msg[i].hash, acc[i].count + msg[i].count};
+        }
+      } else {
+        std::copy(msg.begin(), msg.end(), dst);
+      }
+    }
+    return true;
+  }
+
+  void postSend(int r, int channel, const Step& st, char& posted) {
+    if (st.sendPeer < 0 || posted) return;
+    posted = true;
+    Value* src = at(r, st.src, st.sendCount);
+    if (!src) return;
+    queues_[key(channel, r, st.sendPeer)].emplace_back(src, src + st.sendCount);
+    woken_.push_back(st.sendPeer);
+    result_.messages++;
+    result_.elements += st.sendCount;
+  }
+
+  /// A pseudo-random weight per (rank, element), computed rather than stored (splitmix64), so
+  /// 4096 ranks with rank-sized inputs need no n^2 table.
+  static uint64_t weight(int r, size_t i) {
+    uint64_t z = (static_cast<uint64_t>(r) << 40) ^ i ^ 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (z ^ (z >> 31)) | 1;
+  }
+  Value expectSum(size_t index) const {
+    Value v;
+    for (int r = 0; r < spec_.nranks; ++r) v.hash += weight(r, index), v.count++;
+    return v;
+  }
+  Value expectFrom(int r, size_t index) const { return Value{weight(r, index), 1}; }
+
+  void checkResults() {
+    const int n = spec_.nranks;
+    const size_t c = spec_.count;
+    for (int r = 0; r < n && result_.ok; ++r) {
+      RankState& st = ranks_[static_cast<size_t>(r)];
+      auto out = [&](size_t i) -> Value& { return recvInSend(r) ? st.send[recvBase(r) + i] : st.recv[i]; };
+      auto expectAt = [&](size_t i, Value want) {
+        if (out(i) == want) return true;
+        fail(std::string(collName(spec_.coll)) + ": rank " + std::to_string(r) + " output[" + std::to_string(i) +
+             "] holds " + std::to_string(out(i).count) + " contribution(s), not the expected " +
+             std::to_string(want.count) + (out(i).count == want.count ? " (wrong ones)" : ""));
+        return false;
+      };
+      bool ok = true;
+      switch (spec_.coll) {
+        case Coll::AllReduce:
+          for (size_t i = 0; i < c && ok; ++i) ok = expectAt(i, expectSum(i));
+          break;
+        case Coll::Reduce:
+          if (r == spec_.root)
+            for (size_t i = 0; i < c && ok; ++i) ok = expectAt(i, expectSum(i));
+          break;
+        case Coll::Broadcast:
+          for (size_t i = 0; i < c && ok; ++i) ok = expectAt(i, expectFrom(spec_.root, i));
+          break;
+        case Coll::AllGather:
+          for (int k = 0; k < n && ok; ++k)
+            for (size_t i = 0; i < c && ok; ++i) ok = expectAt(static_cast<size_t>(k) * c + i, expectFrom(k, i));
+          break;
+        case Coll::ReduceScatter:
+          for (size_t i = 0; i < c && ok; ++i) ok = expectAt(i, expectSum(static_cast<size_t>(r) * c + i));
+          break;
+        case Coll::AlltoAll:
+          for (int k = 0; k < n && ok; ++k)
+            for (size_t i = 0; i < c && ok; ++i)
+              ok = expectAt(static_cast<size_t>(k) * c + i, expectFrom(k, static_cast<size_t>(r) * c + i));
+          break;
+        case Coll::Gather:
+          if (r == spec_.root)
+            for (int k = 0; k < n && ok; ++k)
+              for (size_t i = 0; i < c && ok; ++i) ok = expectAt(static_cast<size_t>(k) * c + i, expectFrom(k, i));
+          break;
+        case Coll::Scatter:
+          for (size_t i = 0; i < c && ok; ++i) ok = expectAt(i, expectFrom(spec_.root, static_cast<size_t>(r) * c + i));
+          break;
+        case Coll::SendRecv: break;
+      }
+    }
+  }
+
+  VerifyResult fail(const std::string& why) {
+    if (result_.ok) {
+      result_.ok = false;
+      result_.error = why;
+    }
+    return result_;
+  }
+
+  CollSpec spec_;
+  std::vector<RankState> ranks_;
+  std::unordered_map<Key, std::deque<std::vector<Value>>> queues_;
+  std::deque<int> work_;
+  std::vector<int> woken_;
+  VerifyResult result_;
+};
+
+}  // namespace
+
+VerifyResult verifySchedule(const CollSpec& spec) { return Simulator(spec).run(); }
+
+}  // namespace atl::algo

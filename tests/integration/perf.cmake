@@ -1,0 +1,66 @@
+# Multi-process and multi-thread runs of the *_perf tools (with result checking) and of atollrun.
+set(ATOLL_EXPECT ${CMAKE_CURRENT_LIST_DIR}/expect_status.sh)
+set(ATOLL_RUN $<TARGET_FILE:atollrun>)
+
+function(atoll_perf_test name timeout)
+  add_test(NAME ${name} COMMAND ${ARGN})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${timeout} LABELS "integration;perf")
+endfunction()
+
+atoll_perf_test(perf_all_reduce_np4 60 ${ATOLL_RUN} -np 4 $<TARGET_FILE:all_reduce_perf> -b 8 -e 1M -f 4 -c 1)
+atoll_perf_test(perf_all_reduce_np4_socket 60
+  ${ATOLL_RUN} -np 4 -x NCCL_SHM_DISABLE=1 $<TARGET_FILE:all_reduce_perf> -b 8 -e 1M -f 4 -c 1)
+# Every datatype and op, including the exactness of half/bfloat16/fp8 sums across ranks.
+atoll_perf_test(perf_all_reduce_all_types_np3 90
+  ${ATOLL_RUN} -np 3 $<TARGET_FILE:all_reduce_perf> -b 8 -e 8K -f 32 -n 2 -w 0 -d all -o all -c 1)
+atoll_perf_test(perf_reduce_scatter_all_types_np3 90
+  ${ATOLL_RUN} -np 3 $<TARGET_FILE:reduce_scatter_perf> -b 24 -e 24K -f 32 -n 2 -w 0 -d all -o all -c 1)
+
+foreach(tool all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter)
+  set(extra "")
+  if(tool MATCHES "^(broadcast|reduce|gather|scatter)$")
+    list(APPEND extra -r 2)  # a non-zero root
+  endif()
+  atoll_perf_test(perf_${tool}_np3 60 ${ATOLL_RUN} -np 3 $<TARGET_FILE:${tool}_perf> -b 8 -e 256K -f 8 -c 1 ${extra})
+endforeach()
+
+# nccl-tests' in-place sendrecv sends from and receives into the same buffer; with 2 ranks both
+# directions pair the same two buffers, which makes any read/write overlap show up every time.
+atoll_perf_test(perf_sendrecv_inplace_np2 60 ${ATOLL_RUN} -np 2 $<TARGET_FILE:sendrecv_perf> -b 8 -e 256K -f 8 -c 1)
+
+# Ranks as threads in one process: -t threads, -g ranks per thread (grouped calls).
+atoll_perf_test(perf_all_reduce_t2_g2 60 $<TARGET_FILE:all_reduce_perf> -t 2 -g 2 -b 8 -e 256K -f 8 -c 1)
+atoll_perf_test(perf_alltoall_t2_g2 60 $<TARGET_FILE:alltoall_perf> -t 2 -g 2 -b 8 -e 256K -f 8 -c 1)
+atoll_perf_test(perf_broadcast_g3 60 $<TARGET_FILE:broadcast_perf> -g 3 -r 1 -b 8 -e 256K -f 8 -c 1 -m 2)
+
+# Launch conventions other than atollrun.
+atoll_perf_test(perf_env_master_addr 60
+  ${CMAKE_CURRENT_LIST_DIR}/perf_launch_env.sh master $<TARGET_FILE:all_gather_perf> -b 8 -e 64K -f 8 -c 1)
+atoll_perf_test(perf_env_mpi_id_file 60
+  ${CMAKE_CURRENT_LIST_DIR}/perf_launch_env.sh mpi-file $<TARGET_FILE:all_reduce_perf> -b 8 -e 64K -f 8 -c 1)
+
+# Command line errors exit 2 before touching the library.
+atoll_perf_test(perf_bad_flag 20 ${ATOLL_EXPECT} 2 $<TARGET_FILE:all_reduce_perf> --bogus)
+atoll_perf_test(perf_bad_size 20 ${ATOLL_EXPECT} 2 $<TARGET_FILE:all_reduce_perf> -b 1X)
+atoll_perf_test(perf_bad_type 20 ${ATOLL_EXPECT} 2 $<TARGET_FILE:all_reduce_perf> -d float17)
+atoll_perf_test(perf_bad_root 20 ${ATOLL_EXPECT} 2 $<TARGET_FILE:reduce_perf> -r 4 -t 2)
+atoll_perf_test(perf_json_output 30 sh -c
+  "rm -f \"$0\" && \"$1\" -b 8 -e 1K -f 4 -J \"$0\" > /dev/null && grep -q '\"results\"' \"$0\" && grep -q '\"wrong\": 0' \"$0\""
+  ${CMAKE_CURRENT_BINARY_DIR}/perf_json_output.json $<TARGET_FILE:all_reduce_perf>)
+
+# atollrun: a failing rank's status comes back, the others are stopped instead of waited for.
+# (Shell snippets separate commands with newlines: CMake would split arguments at semicolons.)
+# status comes back, the others are stopped instead of waited for.
+atoll_perf_test(atollrun_env 20 ${ATOLL_RUN} -np 3 -x ATOLL_TEST_VAR=x sh -c
+  "test \"$ATOLL_TEST_VAR\" = x && test \"$WORLD_SIZE\" = 3 && test \"$LOCAL_RANK\" = \"$RANK\" && test \${#ATOLL_UNIQUE_ID} -eq 256")
+atoll_perf_test(atollrun_false 20 ${ATOLL_EXPECT} 1 ${ATOLL_RUN} -np 2 false)
+atoll_perf_test(atollrun_exit_code 20 ${ATOLL_EXPECT} 7 ${ATOLL_RUN} -np 3 sh -c
+  "if [ \"$RANK\" = 1 ]\nthen exit 7\nfi\nsleep 60")
+atoll_perf_test(atollrun_killed_rank 20 ${ATOLL_EXPECT} 137 ${ATOLL_RUN} -np 2 sh -c
+  "if [ \"$RANK\" = 0 ]\nthen kill -9 $$\nfi\nsleep 60")
+atoll_perf_test(atollrun_timeout 20 ${ATOLL_EXPECT} 124 ${ATOLL_RUN} --timeout 1 -np 2 sleep 60)
+atoll_perf_test(atollrun_bad_usage 20 ${ATOLL_EXPECT} 2 ${ATOLL_RUN} -np 0 true)
+# A perf rank that dies mid-job: the survivors must not hang in a collective.
+atoll_perf_test(atollrun_perf_rank_dies 60 ${ATOLL_EXPECT} 137 ${ATOLL_RUN} --grace 2 -np 3 sh -c
+  "if [ \"$RANK\" = 2 ]\nthen sleep 0.5\nkill -9 $$\nfi\nexec \"$0\" -b 1M -e 1M -n 100000 -c 0"
+  $<TARGET_FILE:all_reduce_perf>)

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The test command (README; .ci/run calls exactly this): installs what is missing, builds with
+# warnings as errors, runs the whole suite, then the ASan+UBSan and TSan jobs on their subsets.
+#   tools/run-tests.sh            everything (what CI runs)
+#   tools/run-tests.sh release    only the plain build and its full suite
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${1:-all}
+bash tools/install-deps.sh
+ncpu=$(nproc)
+status=0
+run_suite() {  # dir, extra ctest arguments (test selection)
+  local dir=$1
+  shift
+  echo "=== ctest $dir $*"
+  ctest --test-dir "$dir" --output-on-failure -j"$ncpu" --timeout 600 "$@" || status=1
+}
+# What the sanitizer jobs skip: scale tests whose runtime grows 5-20x under instrumentation and
+# that exercise no code the smaller cases do not.
+sanitizer_skip='LargeRankCounts|Generators/SmallShapes.*_n(9|16)|all_types|_np8|_n8_'
+bash tools/build.sh release
+run_suite build
+if [ "$jobs" = all ]; then
+  # Sanitizer jobs: ASan+UBSan on units and integration subsets, TSan on the threaded paths.
+  bash tools/build.sh asan
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    run_suite build-asan -E "$sanitizer_skip"
+  bash tools/build.sh tsan
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_suite build-tsan -E "$sanitizer_skip"
+fi
+exit $status
