@@ -74,6 +74,19 @@ std::string expandPath(const std::string& pattern, const char* host) {
 std::mutex gMutex;
 std::atomic<bool> gReady{false};
 Config gConfig;
+std::string gPath;
+
+FILE* output() {
+  if (gConfig.file == nullptr) {
+    gConfig.file = stdout;
+    if (!gPath.empty())
+      if (FILE* f = std::fopen(gPath.c_str(), "w")) {
+        setvbuf(f, nullptr, _IOLBF, 0);
+        gConfig.file = f;
+      }
+  }
+  return gConfig.file;
+}
 std::atomic<int> gLevel{static_cast<int>(Level::Warn)};
 std::atomic<uint64_t> gMask{0};
 thread_local int tRank = -1;
@@ -87,14 +100,9 @@ void init() {
   gConfig.mask = parseSubsys(params::getString(params::Id::DebugSubsys));
   const std::string& file = params::getString(params::Id::DebugFile);
   if (gConfig.file != stdout && gConfig.file != stderr && gConfig.file != nullptr) std::fclose(gConfig.file);
-  gConfig.file = stdout;
-  if (!file.empty()) {
-    std::string path = expandPath(file, gConfig.host);
-    if (FILE* f = std::fopen(path.c_str(), "w")) {
-      setvbuf(f, nullptr, _IOLBF, 0);
-      gConfig.file = f;
-    }
-  }
+  gConfig.file = nullptr;
+  // Opened at the first line written, so processes that never log (a launcher) leave no file.
+  gPath = file.empty() ? std::string() : expandPath(file, gConfig.host);
   gLevel.store(static_cast<int>(gConfig.level), std::memory_order_relaxed);
   gMask.store(gConfig.mask, std::memory_order_relaxed);
   gReady.store(true, std::memory_order_release);
@@ -132,13 +140,13 @@ void write(Level level, uint64_t /*subsys*/, const char* file, int line, const c
   std::lock_guard<std::mutex> lock(gMutex);
   if (level == Level::Warn) {
     const char* base = std::strrchr(file, '/');
-    std::fprintf(gConfig.file, "%s:%d:%ld%s NCCL WARN %s (%s:%d)\n", gConfig.host, getpid(), tid, rank, msg,
+    std::fprintf(output(), "%s:%d:%ld%s NCCL WARN %s (%s:%d)\n", gConfig.host, getpid(), tid, rank, msg,
                  base ? base + 1 : file, line);
   } else {
-    std::fprintf(gConfig.file, "%s:%d:%ld%s NCCL %s %s\n", gConfig.host, getpid(), tid, rank, levelName(level),
+    std::fprintf(output(), "%s:%d:%ld%s NCCL %s %s\n", gConfig.host, getpid(), tid, rank, levelName(level),
                  msg);
   }
-  std::fflush(gConfig.file);
+  std::fflush(output());
 }
 
 void setThreadRank(int rank) { tRank = rank; }

@@ -1,0 +1,7 @@
+add_executable(01_allreduce_host ${CMAKE_CURRENT_LIST_DIR}/01_allreduce_host/main.cc)
+target_link_libraries(01_allreduce_host PRIVATE atoll)
+set_target_properties(01_allreduce_host PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/examples)
+if(ATOLL_BUILD_TESTS)
+  add_test(NAME example_01_allreduce_host COMMAND 01_allreduce_host)
+  set_tests_properties(example_01_allreduce_host PROPERTIES TIMEOUT 60 LABELS examples)
+endif()
