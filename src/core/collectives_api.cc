@@ -1,6 +1,7 @@
 // Collective and point-to-point entry points: validate every argument (a clear
 // ncclInvalidArgument instead of a crash), then queue the call on the current group.
 #include <climits>
+#include <cstring>
 
 #include "core/comm.h"
 #include "core/group.h"
@@ -14,16 +15,18 @@ namespace {
 
 bool mulOverflows(size_t a, size_t b, size_t* out) { return __builtin_mul_overflow(a, b, out); }
 
-Status validate(const OpDesc& op, const char* fn) {
+Status validate(OpDesc& op, const char* fn) {
   ATOLL_CHECK(checkComm(op.comm, fn));
   const int n = op.comm->nranks, rank = op.comm->rank;
-  if (static_cast<int>(op.dtype) < 0 || static_cast<int>(op.dtype) >= ncclNumTypes)
-    return ATOLL_ERROR(ncclInvalidArgument, "%s: invalid datatype %d", fn, static_cast<int>(op.dtype));
+  if (op.rawDtype < 0 || op.rawDtype >= ncclNumTypes)
+    return ATOLL_ERROR(ncclInvalidArgument, "%s: invalid datatype %d", fn, op.rawDtype);
+  op.dtype = static_cast<ncclDataType_t>(op.rawDtype);
   const size_t esz = kernels::dtypeSize(op.dtype);
   const bool reduces = op.coll == Coll::AllReduce || op.coll == Coll::Reduce || op.coll == Coll::ReduceScatter;
   if (reduces) {
-    int v = static_cast<int>(op.op);
-    if (v < 0) return ATOLL_ERROR(ncclInvalidArgument, "%s: invalid reduction op %d", fn, v);
+    int v = op.rawOp;
+    if (v < 0 || v > ncclMaxRedOp) return ATOLL_ERROR(ncclInvalidArgument, "%s: invalid reduction op %d", fn, v);
+    op.op = static_cast<ncclRedOp_t>(v);
     if (v >= ncclNumOps) {
       std::optional<PreMulSum> pm = op.comm->redops.find(op.op);
       if (!pm) return ATOLL_ERROR(ncclInvalidArgument, "%s: reduction op %d was not created on this communicator", fn, v);
@@ -58,11 +61,11 @@ Status validate(const OpDesc& op, const char* fn) {
   return Status::Ok();
 }
 
-ncclResult_t submit(const OpDesc& op, const char* fn) {
+ncclResult_t submit(OpDesc op, const char* fn) {
   return apiGuard(fn, [&]() -> Status {
     ATOLL_CHECK(validate(op, fn));
     log::setThreadRank(op.comm->rank);
-    ATOLL_TRACE(log::kColl, "%s: count %zu datatype %d op %d root %d comm %p", fn, op.count, (int)op.dtype, (int)op.op,
+    ATOLL_TRACE(log::kColl, "%s: count %zu datatype %d op %d root %d comm %p", fn, op.count, op.rawDtype, op.rawOp,
                 op.root, (void*)op.comm);
     return enqueueOp(op);
   });
@@ -76,8 +79,8 @@ OpDesc make(ncclComm_t comm, Coll coll, const void* s, void* r, size_t count, nc
   d.sendbuff = s;
   d.recvbuff = r;
   d.count = count;
-  d.dtype = dt;
-  d.op = op;
+  d.rawDtype = rawEnum(dt);
+  d.rawOp = rawEnum(op);
   d.root = root;
   return d;
 }

@@ -17,8 +17,10 @@ struct OpDesc {
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
   size_t count = 0;
-  ncclDataType_t dtype = ncclInt8;
-  ncclRedOp_t op = ncclSum;
+  ncclDataType_t dtype = ncclInt8;  // set from rawDtype/rawOp once validated: an enum must never
+  ncclRedOp_t op = ncclSum;         // hold a value outside its range (UB, flagged by UBSan)
+  int rawDtype = 0;
+  int rawOp = 0;
   int root = 0;  // root, or the peer of a send/recv
   bool isSend = false;
 };

@@ -29,7 +29,7 @@ NCCL_API(ncclResult_t, ncclGetVersion, int* version) {
 }
 
 NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
-  switch (result) {
+  switch (rawEnum(result)) {
     case ncclSuccess: return "no error";
     case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
     case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
@@ -155,10 +155,11 @@ NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, 
     ATOLL_CHECK(checkComm(comm, "ncclRedOpCreatePreMulSum"));
     if (op == nullptr || scalar == nullptr)
       return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: op or scalar is NULL");
-    if (static_cast<int>(datatype) < 0 || static_cast<int>(datatype) >= ncclNumTypes)
-      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid datatype %d", static_cast<int>(datatype));
-    if (residence != ncclScalarDevice && residence != ncclScalarHostImmediate)
-      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid residence %d", static_cast<int>(residence));
+    const int dt = rawEnum(datatype), where = rawEnum(residence);
+    if (dt < 0 || dt >= ncclNumTypes)
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid datatype %d", dt);
+    if (where != ncclScalarDevice && where != ncclScalarHostImmediate)
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: invalid residence %d", where);
     PreMulSum pm;
     pm.dtype = datatype;
     pm.residence = residence;
@@ -172,10 +173,11 @@ NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, 
 NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
   return apiGuard(__func__, [&]() -> Status {
     ATOLL_CHECK(checkComm(comm, "ncclRedOpDestroy"));
-    if (static_cast<int>(op) < ncclNumOps)
-      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpDestroy: %d is a built-in operator", static_cast<int>(op));
+    const int raw = rawEnum(op);
+    if (raw < ncclNumOps)
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpDestroy: %d is not a user-created operator", raw);
     if (!comm->redops.destroy(op))
-      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpDestroy: op %d was not created on this communicator", static_cast<int>(op));
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclRedOpDestroy: op %d was not created on this communicator", raw);
     return Status::Ok();
   });
 }

@@ -2,6 +2,7 @@
 // 'pnccl' profiling alias, and runs its body through apiGuard so no exception ever crosses it.
 #pragma once
 
+#include <cstring>
 #include <new>
 
 #include "core/debug.h"
@@ -14,6 +15,16 @@
   extern "C" __attribute__((visibility("default"))) ret name(__VA_ARGS__)
 
 namespace atl {
+
+/// Reads an enum argument through its object representation: C callers may pass any int, and an
+/// enum holding a value outside its range must never be loaded as that enum (UB; UBSan flags it).
+template <class E>
+int rawEnum(const E& value) {
+  static_assert(sizeof(E) == sizeof(int));
+  int raw;
+  std::memcpy(&raw, &value, sizeof(raw));
+  return raw;
+}
 
 template <class F>
 ncclResult_t apiGuard(const char* fn, F&& body) noexcept {

@@ -17,6 +17,7 @@ namespace {
 constexpr size_t kWireAlign = 8;
 constexpr std::byte kZeros[kWireAlign] = {};
 size_t wireSize(size_t bytes) { return (bytes + kWireAlign - 1) / kWireAlign * kWireAlign; }
+constexpr size_t kSliceBytes = 128 << 10;
 
 struct ProgramState {
   const algo::Program* program = nullptr;
@@ -112,40 +113,45 @@ class PlanRun {
       *stepDone = true;
       return Status::Ok();
     }
-    if (ps.sendConn) {
-      const size_t bytes = st.sendCount * esz, wire = wireSize(bytes);
-      const std::byte* src = at(st.src);
-      while (ps.sent < wire) {
-        const void* from = ps.sent < bytes ? static_cast<const void*>(src + ps.sent) : kZeros;
-        size_t len = ps.sent < bytes ? bytes - ps.sent : wire - ps.sent;
+    // Alternate bounded slices of sending and receiving: the peer starts consuming a slice while
+    // the next is written (a whole-ring memcpy would serialise writer and reader), and the slice
+    // being reduced is still in cache from the peer's write.
+    const size_t sendBytes = st.sendCount * esz, sendWire = wireSize(sendBytes);
+    const size_t recvBytes = st.recvCount * esz, recvWire = wireSize(recvBytes);
+    const std::byte* src = ps.sendConn ? at(st.src) : nullptr;
+    std::byte* dst = ps.recvConn ? at(st.dst) : nullptr;
+    for (bool progressed = true; progressed;) {
+      progressed = false;
+      if (ps.sendConn && ps.sent < sendWire) {
+        const void* from = ps.sent < sendBytes ? static_cast<const void*>(src + ps.sent) : kZeros;
+        size_t len = ps.sent < sendBytes ? std::min(sendBytes - ps.sent, kSliceBytes) : sendWire - ps.sent;
         ATOLL_ASSIGN_OR_RETURN(size_t n, ps.sendConn->send(from, len));
-        if (n == 0) break;
         ps.sent += n;
-        *moved = true;
+        progressed = progressed || n > 0;
       }
-    }
-    if (ps.recvConn) {
-      const size_t bytes = st.recvCount * esz, wire = wireSize(bytes);
-      std::byte* dst = at(st.dst);
-      while (ps.recvd < wire) {
+      if (ps.recvConn && ps.recvd < recvWire) {
         ATOLL_ASSIGN_OR_RETURN(std::span<const std::byte> view, ps.recvConn->peek());
-        if (view.empty()) break;
-        size_t take;
-        if (ps.recvd < bytes) {
-          take = std::min(view.size(), bytes - ps.recvd);
-          take -= take % esz;
-          if (take == 0) break;  // a partial element: its rest is still in flight
-          if (st.reduce)
-            kernels::reduce(plan_.dtype, plan_.op, dst + ps.recvd, at(st.acc) + ps.recvd, view.data(), take / esz);
-          else
-            kernels::copy(dst + ps.recvd, view.data(), take);
+        size_t take = 0;
+        if (view.empty()) {
+        } else if (ps.recvd < recvBytes) {
+          take = std::min({view.size(), recvBytes - ps.recvd, kSliceBytes});
+          take -= take % esz;  // a partial element: its rest is still in flight
+          if (take > 0) {
+            if (st.reduce)
+              kernels::reduce(plan_.dtype, plan_.op, dst + ps.recvd, at(st.acc) + ps.recvd, view.data(), take / esz);
+            else
+              kernels::copy(dst + ps.recvd, view.data(), take);
+          }
         } else {
-          take = std::min(view.size(), wire - ps.recvd);
+          take = std::min(view.size(), recvWire - ps.recvd);
         }
-        ps.recvConn->consume(take);
-        ps.recvd += take;
-        *moved = true;
+        if (take > 0) {
+          ps.recvConn->consume(take);
+          ps.recvd += take;
+          progressed = true;
+        }
       }
+      *moved = *moved || progressed;
     }
     *stepDone = (!ps.sendConn || ps.sent == wireSize(st.sendCount * esz)) &&
                 (!ps.recvConn || ps.recvd == wireSize(st.recvCount * esz));

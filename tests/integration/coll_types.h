@@ -250,7 +250,16 @@ inline std::string formatElem(ncclDataType_t dt, const unsigned char* p) {
   const size_t sz = typeInfo(dt).size;
   unsigned long long raw = 0;
   std::memcpy(&raw, p, sz);
-  std::snprintf(buf, sizeof buf, "%.17g (0x%0*llx)", decode(dt, p), static_cast<int>(2 * sz), raw);
+  const TypeInfo& t = typeInfo(dt);
+  if (t.isFloat) {
+    std::snprintf(buf, sizeof buf, "%.17g (0x%0*llx)", decode(dt, p), static_cast<int>(2 * sz), raw);
+  } else if (t.isSigned) {
+    const int shift = static_cast<int>(64 - 8 * sz);  // sign-extend the low sz bytes
+    const long long v = static_cast<long long>(raw << shift) >> shift;
+    std::snprintf(buf, sizeof buf, "%lld (0x%0*llx)", v, static_cast<int>(2 * sz), raw);
+  } else {
+    std::snprintf(buf, sizeof buf, "%llu (0x%0*llx)", raw, static_cast<int>(2 * sz), raw);
+  }
   return buf;
 }
 
