@@ -4,6 +4,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "bootstrap/bootstrap.h"
 #include "core/redop.h"
@@ -37,7 +38,8 @@ struct ncclComm {
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
   atl::AbortFlag abortFlag{false};
   std::atomic<int> activeCalls{0};
-  uint32_t splitSeq = 0;  // API calls currently inside the engine (abort waits for them)
+  uint32_t splitSeq = 0;
+  std::thread initThread;  // non-blocking init (config.blocking = 0) runs here  // API calls currently inside the engine (abort waits for them)
 
   std::unique_ptr<atl::bootstrap::Bootstrap> bootstrap;
   atl::CommLinks links;

@@ -122,7 +122,7 @@ Status startInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, 
   comm->cudaDev = cudaDev;
   registerComm(comm);
   *out = comm;
-  return enqueueInit([comm, nranks, id, rank, config]() -> Status {
+  auto job = [comm, nranks, id, rank, config]() -> Status {
     Status s = initComm(comm, nranks, id, rank, config);
     if (!s.ok()) {
       comm->state.store(CommState::Failed);
@@ -131,10 +131,22 @@ Status startInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, 
     }
     comm->state.store(CommState::Ready, std::memory_order_release);
     return s;
-  });
+  };
+  if (config.blocking == 0 && !inGroup()) {
+    // Non-blocking: the rendezvous runs on a thread of the communicator's own; the caller polls
+    // ncclCommGetAsyncError until it stops answering ncclInProgress.
+    comm->initThread = std::thread([job] { (void)job(); });
+    return Status(ncclInProgress);
+  }
+  return enqueueInit(std::move(job));
 }
 
 void destroyNow(ncclComm* comm) {
+  if (comm->initThread.joinable()) {
+    // Still initialising (non-blocking): cut the rendezvous short rather than wait it out.
+    if (comm->state.load() == CommState::Initializing) comm->abortFlag.store(true);
+    comm->initThread.join();
+  }
   unregisterComm(comm);
   delete comm;
 }
@@ -204,6 +216,8 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommDestroy: %p is not a live communicator", (void*)comm);
     if (comm->activeCalls.load() > 0)
       return ATOLL_ERROR(ncclInvalidUsage, "ncclCommDestroy: communicator is still in use by another thread");
+    if (comm->state.load() == CommState::Initializing && !comm->initThread.joinable())
+      return ATOLL_ERROR(ncclInvalidUsage, "ncclCommDestroy: communicator initialisation is still running");
     destroyNow(comm);
     return Status::Ok();
   });
@@ -229,14 +243,5 @@ NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
     ATOLL_CHECK(checkComm(comm, "ncclCommRevoke"));
     (void)revokeFlags;
     return ATOLL_ERROR(ncclInvalidUsage, "ncclCommRevoke is not implemented yet in Atoll");
-  });
-}
-
-NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-         ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
-  return apiGuard(__func__, [&]() -> Status {
-    ATOLL_CHECK(checkComm(comm, "ncclCommShrink"));
-    (void)excludeRanksList, (void)excludeRanksCount, (void)newcomm, (void)config, (void)shrinkFlags;
-    return ATOLL_ERROR(ncclInvalidUsage, "ncclCommShrink is not implemented yet in Atoll");
   });
 }

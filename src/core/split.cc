@@ -2,6 +2,7 @@
 // each color creates a fresh unique id and hands it to the other members, who then init normally.
 #include <algorithm>
 #include <cstring>
+#include <unistd.h>
 #include <vector>
 
 #include "core/group.h"
@@ -19,6 +20,25 @@ struct SplitEntry {
 };
 
 constexpr uint32_t kSplitTagBase = 0x00530000u;  // away from the bootstrap's internal tags
+constexpr uint32_t kShrinkTagBase = 0x00520000u;
+
+/// `order` lists the parent ranks of the child communicator in child-rank order. Its first member
+/// creates the child's unique id and sends it to the others over the parent's bootstrap.
+Status initChild(ncclComm* comm, const std::vector<int>& order, uint32_t tag, ncclConfig_t& cfg, ncclComm_t* newcomm) {
+  const int newRank = static_cast<int>(std::find(order.begin(), order.end(), comm->rank) - order.begin());
+  ncclUniqueId id;
+  if (newRank == 0) {
+    ATOLL_ASSIGN_OR_RETURN(id, bootstrap::generateUniqueId(/*ignoreCommIdEnv=*/true));
+    for (size_t i = 1; i < order.size(); ++i)
+      ATOLL_CHECK(comm->bootstrap->send(order[i], tag, std::as_bytes(std::span(&id, 1))));
+  } else {
+    ATOLL_CHECK(comm->bootstrap->recv(order[0], tag, std::as_writable_bytes(std::span(&id, 1))));
+  }
+  ncclResult_t r = ncclCommInitRankConfig(newcomm, static_cast<int>(order.size()), id, newRank, &cfg);
+  if (r != ncclSuccess && r != ncclInProgress) return Status(r);
+  if (r == ncclSuccess && *newcomm) (*newcomm)->cudaDev = comm->cudaDev;  // (a non-blocking init still runs)
+  return Status(r);
+}
 
 Status split(ncclComm* comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   ATOLL_CHECK(checkComm(comm, "ncclCommSplit"));
@@ -42,26 +62,67 @@ Status split(ncclComm* comm, int color, int key, ncclComm_t* newcomm, ncclConfig
   std::stable_sort(members.begin(), members.end(), [](const SplitEntry& a, const SplitEntry& b) {
     return a.key != b.key ? a.key < b.key : a.rank < b.rank;
   });
-  int newRank = 0;
-  while (members[static_cast<size_t>(newRank)].rank != comm->rank) ++newRank;
-  const int leader = members[0].rank;
-  const uint32_t tag = kSplitTagBase + ((seq & 0xffu) << 24) + static_cast<uint32_t>(color & 0xffff);
-
-  ncclUniqueId id;
-  if (comm->rank == leader) {
-    ATOLL_ASSIGN_OR_RETURN(id, bootstrap::generateUniqueId(/*ignoreCommIdEnv=*/true));
-    for (size_t i = 1; i < members.size(); ++i)
-      ATOLL_CHECK(comm->bootstrap->send(members[i].rank, tag, std::as_bytes(std::span(&id, 1))));
-  } else {
-    ATOLL_CHECK(comm->bootstrap->recv(leader, tag, std::as_writable_bytes(std::span(&id, 1))));
-  }
-  ncclResult_t r = ncclCommInitRankConfig(newcomm, static_cast<int>(members.size()), id, newRank, &cfg);
-  if (r != ncclSuccess) return Status(r);
-  if (*newcomm) (*newcomm)->cudaDev = comm->cudaDev;
-  return Status::Ok();
+  std::vector<int> order;
+  for (const SplitEntry& e : members) order.push_back(e.rank);
+  return initChild(comm, order, kSplitTagBase + ((seq & 0xffu) << 24) + static_cast<uint32_t>(color & 0xffff), cfg,
+                   newcomm);
 }
 
+Status shrink(ncclComm* comm, const int* exclude, int excludeCount, ncclComm_t* newcomm, ncclConfig_t* config,
+              int flags) {
+  ATOLL_CHECK(checkComm(comm, "ncclCommShrink"));
+  if (newcomm == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommShrink: newcomm is NULL");
+  if (excludeCount < 0 || (excludeCount > 0 && exclude == nullptr))
+    return ATOLL_ERROR(ncclInvalidArgument, "ncclCommShrink: bad exclude list (count %d)", excludeCount);
+  if (flags != NCCL_SHRINK_DEFAULT && flags != NCCL_SHRINK_ABORT)
+    return ATOLL_ERROR(ncclInvalidArgument, "ncclCommShrink: unknown shrinkFlags %d", flags);
+  std::vector<char> excluded(static_cast<size_t>(comm->nranks), 0);
+  for (int i = 0; i < excludeCount; ++i) {
+    int r = exclude[i];
+    if (r < 0 || r >= comm->nranks)
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclCommShrink: excluded rank %d is out of range [0, %d)", r, comm->nranks);
+    if (excluded[static_cast<size_t>(r)])
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclCommShrink: rank %d is excluded twice", r);
+    excluded[static_cast<size_t>(r)] = 1;
+  }
+  if (excluded[static_cast<size_t>(comm->rank)])
+    return ATOLL_ERROR(ncclInvalidUsage, "ncclCommShrink: rank %d is in the exclude list but called shrink", comm->rank);
+  ATOLL_ASSIGN_OR_RETURN(ncclConfig_t cfg, resolveConfig(config ? config : &comm->config));
+  *newcomm = nullptr;
+  if (flags == NCCL_SHRINK_ABORT) {
+    // Stop whatever another thread runs on the parent (it may wait on a dead rank) before reusing it.
+    comm->abortFlag.store(true, std::memory_order_release);
+    for (int i = 0; i < 10000 && comm->activeCalls.load() > 0; ++i) usleep(1000);
+    if (comm->activeCalls.load() > 0)
+      return ATOLL_ERROR(ncclInternalError, "ncclCommShrink: a call on the parent did not stop within 10 s");
+    // The parent's bootstrap carries the new id below, so it must work again; the aborted calls
+    // have already returned their error and the parent's data links are left as they were.
+    comm->abortFlag.store(false, std::memory_order_release);
+  }
+  // Survivors only talk point to point over the parent's bootstrap, so excluded (possibly dead)
+  // ranks are never waited for: the order is known to every survivor from the list alone.
+  std::vector<int> order;
+  for (int r = 0; r < comm->nranks; ++r)
+    if (!excluded[static_cast<size_t>(r)]) order.push_back(r);
+  const uint32_t seq = comm->splitSeq++;
+  return initChild(comm, order, kShrinkTagBase + ((seq & 0xffu) << 24), cfg, newcomm);
+}
+
+
+
 }  // namespace
+
+NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+         ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  return apiGuard(__func__, [&]() -> Status {
+    if (!inGroup()) return shrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+    ATOLL_CHECK(checkComm(comm, "ncclCommShrink"));
+    if (newcomm == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommShrink: newcomm is NULL");
+    *newcomm = nullptr;
+    std::vector<int> list(excludeRanksList, excludeRanksList + std::max(excludeRanksCount, 0));
+    return enqueueInit([=] { return shrink(comm, list.data(), excludeRanksCount, newcomm, config, shrinkFlags); });
+  });
+}
 
 NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   return apiGuard(__func__, [&]() -> Status {

@@ -1,0 +1,3 @@
+add_executable(test_comm_lifecycle ${CMAKE_CURRENT_LIST_DIR}/test_comm_lifecycle.cc)
+target_link_libraries(test_comm_lifecycle PRIVATE atoll GTest::gtest_main)
+gtest_discover_tests(test_comm_lifecycle DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 120)

@@ -1,0 +1,138 @@
+// Communicator life cycle beyond plain init: ncclCommShrink (survivors rebuild without excluded,
+// possibly dead, ranks) and non-blocking init (config.blocking = 0). Ranks are threads.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "nccl.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void runRanks(int n, const std::function<void(int)>& body) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) threads.emplace_back(body, r);
+  for (auto& t : threads) t.join();
+}
+
+std::vector<ncclComm_t> initAll(int n) {
+  std::vector<ncclComm_t> comms(static_cast<size_t>(n), nullptr);
+  EXPECT_EQ(ncclCommInitAll(comms.data(), n, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  return comms;
+}
+
+/// Sum all-reduce of `rank + 1` on `comm`; returns the value every element holds.
+float allReduceRankSum(ncclComm_t comm, int rank) {
+  std::vector<float> v(1031, static_cast<float>(rank + 1));
+  EXPECT_EQ(ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, comm, nullptr), ncclSuccess)
+      << ncclGetLastError(comm);
+  for (float x : v) EXPECT_EQ(x, v[0]);
+  return v[0];
+}
+
+TEST(Shrink, SurvivorsRebuildWithoutAnAbortedRank) {
+  auto comms = initAll(4);
+  const int gone = 2;
+  runRanks(4, [&](int r) {
+    if (r == gone) {
+      // The excluded rank leaves abruptly; survivors must not wait for it.
+      EXPECT_EQ(ncclCommAbort(comms[r]), ncclSuccess);
+      return;
+    }
+    int exclude[] = {gone};
+    ncclComm_t child = nullptr;
+    ASSERT_EQ(ncclCommShrink(comms[r], exclude, 1, &child, nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess)
+        << ncclGetLastError(comms[r]);
+    ASSERT_NE(child, nullptr);
+    int n = 0, me = -1;
+    EXPECT_EQ(ncclCommCount(child, &n), ncclSuccess);
+    EXPECT_EQ(ncclCommUserRank(child, &me), ncclSuccess);
+    EXPECT_EQ(n, 3);
+    EXPECT_EQ(me, r < gone ? r : r - 1);  // survivors keep their order, the gap closes
+    EXPECT_EQ(allReduceRankSum(child, me), 1.0f + 2.0f + 3.0f);
+    EXPECT_EQ(ncclCommDestroy(child), ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+  });
+}
+
+TEST(Shrink, AbortFlagAndTwoExcluded) {
+  auto comms = initAll(5);
+  runRanks(5, [&](int r) {
+    if (r == 0 || r == 3) {
+      EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+      return;
+    }
+    int exclude[] = {3, 0};
+    ncclComm_t child = nullptr;
+    ASSERT_EQ(ncclCommShrink(comms[r], exclude, 2, &child, nullptr, NCCL_SHRINK_ABORT), ncclSuccess)
+        << ncclGetLastError(comms[r]);
+    int me = -1;
+    ASSERT_EQ(ncclCommUserRank(child, &me), ncclSuccess);
+    EXPECT_EQ(allReduceRankSum(child, me), 6.0f);
+    EXPECT_EQ(ncclCommDestroy(child), ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+  });
+}
+
+TEST(Shrink, BadArguments) {
+  auto comms = initAll(1);
+  ncclComm_t child = nullptr;
+  int self[] = {0};
+  EXPECT_EQ(ncclCommShrink(comms[0], self, 1, &child, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidUsage);
+  int outOfRange[] = {7};
+  EXPECT_EQ(ncclCommShrink(comms[0], outOfRange, 1, &child, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommShrink(comms[0], nullptr, 1, &child, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommShrink(comms[0], nullptr, 0, nullptr, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommShrink(comms[0], nullptr, 0, &child, nullptr, 42), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommShrink(nullptr, nullptr, 0, &child, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument);
+  // Excluding nobody is a copy of the communicator.
+  ASSERT_EQ(ncclCommShrink(comms[0], nullptr, 0, &child, nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess);
+  EXPECT_EQ(allReduceRankSum(child, 0), 1.0f);
+  EXPECT_EQ(ncclCommDestroy(child), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(comms[0]), ncclSuccess);
+}
+
+TEST(NonBlockingInit, InProgressThenSuccess) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  const int n = 3;
+  runRanks(n, [&](int r) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t comm = nullptr;
+    ncclResult_t res = ncclCommInitRankConfig(&comm, n, id, r, &config);
+    ASSERT_TRUE(res == ncclInProgress || res == ncclSuccess) << ncclGetErrorString(res);
+    ASSERT_NE(comm, nullptr);
+    ncclResult_t state = ncclInProgress;
+    auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (state == ncclInProgress && Clock::now() < deadline) {
+      ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(state, ncclSuccess);
+    EXPECT_EQ(allReduceRankSum(comm, r), 6.0f);
+    EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  });
+}
+
+TEST(NonBlockingInit, DestroyWhileWaitingForAMissingRankReturnsPromptly) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 2, id, 0, &config), ncclInProgress);  // rank 1 never comes
+  ncclResult_t state = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+  EXPECT_EQ(state, ncclInProgress);
+  auto start = Clock::now();
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+}  // namespace
