@@ -60,6 +60,9 @@ class Connection {
   /// Releases the first n bytes of the last peek() view.
   virtual void consume(size_t n) = 0;
   virtual std::string describe() const = 0;
+  /// Breaks the link on purpose (this rank gave up on the communicator): the peer's next send or
+  /// peek fails with ncclRemoteError instead of waiting, so a failure spreads in one hop per link.
+  virtual void shutdown() = 0;
 };
 
 class Connector {

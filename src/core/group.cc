@@ -71,6 +71,10 @@ Status runOps(std::vector<OpDesc>& ops) {
     if (!s.ok() && s.code() != ncclInvalidArgument && s.code() != ncclInvalidUsage) {
       ncclResult_t expected = ncclSuccess;
       comms[i]->asyncError.compare_exchange_strong(expected, s.code());
+      // A failed collective leaves peers mid-stream; break the links so every survivor fails in
+      // a hop or two instead of at its timeout. The communicator is unusable from here (as in NCCL
+      // after an asynchronous error): abort or destroy it, or shrink it.
+      comms[i]->links.table.shutdownAll();
     }
     comms[i]->activeCalls.fetch_sub(1);
   }

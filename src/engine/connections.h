@@ -22,6 +22,11 @@ class ConnTable {
     return i < links_.size() ? links_[i].get() : nullptr;
   }
   void clear() { links_.clear(); }
+  /// Breaks every link (see Connection::shutdown): peers stop waiting on this rank at once.
+  void shutdownAll() {
+    for (auto& link : links_)
+      if (link) link->shutdown();
+  }
 
  private:
   size_t index(int channel, int peer) const {

@@ -181,8 +181,11 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
     }
     return Status::Ok();
   };
+  // Every queue still holding plans stops with the error: their peers are mid-stream too.
   auto failAll = [&](size_t q, Status s) {
     queues[q].result = s;
+    for (CommQueue& other : queues)
+      if (!other.plans.empty() && other.result.ok()) other.result = s;
     return s;
   };
   for (size_t q = 0; q < queues.size(); ++q)

@@ -51,7 +51,9 @@ ShmConnection::ShmConnection(int rank, int peer, int channel, Ring sendRing, Rin
   recvHead_ = recv_.header()->head.load(std::memory_order_acquire);
 }
 
-ShmConnection::~ShmConnection() {
+ShmConnection::~ShmConnection() { shutdown(); }
+
+void ShmConnection::shutdown() {
   send_.markClosed();
   recv_.markClosed();
 }

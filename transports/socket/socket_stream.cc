@@ -107,3 +107,12 @@ std::string SocketConnection::describe() const {
 }
 
 }  // namespace atl::transport::socket
+
+namespace atl::transport::socket {
+
+void SocketConnection::shutdown() {
+  // Both directions: the peer reads EOF (ncclRemoteError) and its sends fail.
+  if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
+}
+
+}  // namespace atl::transport::socket

@@ -28,6 +28,7 @@ class SocketConnection final : public Connection {
   Result<std::span<const std::byte>> peek() override;
   void consume(size_t n) override;
   std::string describe() const override;
+  void shutdown() override;
 
   /// Staging capacity used for a requested size (a multiple of 8, at least 4 KiB).
   static size_t stagingCapacity(size_t requestedBytes);

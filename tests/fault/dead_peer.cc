@@ -1,0 +1,146 @@
+// Fault injection: one rank is killed with SIGKILL in the middle of large all-reduces; every
+// survivor's call must fail (ncclRemoteError or ncclSystemError) within a bounded time, and
+// ncclCommGetAsyncError must report it. The parent measures from the victim's death (waitpid) to
+// each survivor's exit, which happens right after its failing call returns.
+//
+//   dead_peer --ranks N --victim V [--bytes B] [--limit-ms L]      (NCCL_SHM_DISABLE=1 for sockets)
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nccl.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kExitBase = 10;  // survivors exit with kExitBase + the ncclResult_t they got
+
+int child(int rank, int nranks, int victim, size_t bytes, int idFd) {
+  ncclUniqueId id;
+  if (read(idFd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
+  ncclComm_t comm;
+  if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 3;
+  const size_t count = bytes / sizeof(float);
+  std::vector<float> buf(count, 1.0f);
+  for (int iter = 0;; ++iter) {
+    if (rank == victim && iter == 2) {
+      // Die part-way through the next call, not between calls.
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        raise(SIGKILL);
+      }).detach();
+    }
+    ncclResult_t r = ncclAllReduce(buf.data(), buf.data(), count, ncclFloat, ncclSum, comm, nullptr);
+    if (r != ncclSuccess) {
+      ncclResult_t async = ncclSuccess;
+      ncclCommGetAsyncError(comm, &async);
+      std::fprintf(stderr, "rank %d: iteration %d failed with %s (async %s): %s\n", rank, iter, ncclGetErrorString(r),
+                   ncclGetErrorString(async), ncclGetLastError(comm));
+      if (async != r) return 4;
+      ncclCommAbort(comm);
+      return kExitBase + r;
+    }
+    if (iter > 2000) return 5;  // the victim never died: the test itself is broken
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int nranks = 4, victim = 1, childRank = -1, idFd = -1;
+  size_t bytes = 32u << 20;
+  long limitMs = 5000;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? argv[++i] : (std::fprintf(stderr, "missing value for %s\n", a.c_str()), exit(2), ""); };
+    if (a == "--ranks") nranks = std::atoi(next());
+    else if (a == "--victim") victim = std::atoi(next());
+    else if (a == "--bytes") bytes = std::strtoull(next(), nullptr, 0);
+    else if (a == "--limit-ms") limitMs = std::atol(next());
+    else if (a == "--child") childRank = std::atoi(next());
+    else if (a == "--id-fd") idFd = std::atoi(next());
+    else return std::fprintf(stderr, "unknown argument %s\n", a.c_str()), 2;
+  }
+  if (childRank >= 0) return child(childRank, nranks, victim, bytes, idFd);
+
+  // Children are exec'd before the id exists (no fork after the root thread has started).
+  std::vector<pid_t> pids(static_cast<size_t>(nranks));
+  std::vector<int> idPipes(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    int p[2];
+    if (pipe(p) != 0) return 2;
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(p[1]);
+      std::string rs = std::to_string(r), fd = std::to_string(p[0]), n = std::to_string(nranks),
+                  v = std::to_string(victim), b = std::to_string(bytes);
+      execl("/proc/self/exe", argv[0], "--child", rs.c_str(), "--id-fd", fd.c_str(), "--ranks", n.c_str(), "--victim",
+            v.c_str(), "--bytes", b.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(p[0]);
+    pids[static_cast<size_t>(r)] = pid;
+    idPipes[static_cast<size_t>(r)] = p[1];
+  }
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) return 2;
+  for (int fd : idPipes) {
+    if (write(fd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
+    close(fd);
+  }
+
+  const auto start = Clock::now();
+  Clock::time_point victimDied{};
+  int failures = 0, left = nranks;
+  while (left > 0) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid == 0) {
+      if (Clock::now() - start > std::chrono::seconds(120)) {
+        std::fprintf(stderr, "FAIL: ranks still running after 120 s; killing them\n");
+        for (pid_t p : pids) kill(p, SIGKILL);
+        return 1;
+      }
+      usleep(1000);
+      continue;
+    }
+    if (pid < 0) break;
+    --left;
+    int rank = 0;
+    while (pids[static_cast<size_t>(rank)] != pid) ++rank;
+    auto now = Clock::now();
+    if (rank == victim) {
+      victimDied = now;
+      std::printf("rank %d (victim) died: %s\n", rank,
+                  WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? "SIGKILL" : "unexpected status");
+      if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) ++failures;
+      continue;
+    }
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) - kExitBase : -1;
+    long ms = victimDied == Clock::time_point{}
+                  ? -1
+                  : static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(now - victimDied).count());
+    bool okCode = code == ncclRemoteError || code == ncclSystemError;
+    bool okTime = ms >= 0 && ms <= limitMs;
+    std::printf("rank %d: %s after %ld ms%s\n", rank, okCode ? ncclGetErrorString(static_cast<ncclResult_t>(code)) : "WRONG EXIT",
+                ms, okTime ? "" : " (TOO SLOW or before the victim died)");
+    if (!okCode || !okTime) ++failures;
+  }
+  // Nothing may be left behind in /dev/shm by any rank, the dead one included.
+  std::string leftovers = "ls /dev/shm 2>/dev/null | grep -c '^atoll-' > /dev/null";
+  if (std::system("ls /dev/shm | grep -q '^atoll-'") == 0) {
+    std::printf("FAIL: atoll-* segments left in /dev/shm\n");
+    ++failures;
+  }
+  std::printf("%d passed, %d failed\n", failures ? 0 : 1, failures ? 1 : 0);
+  return failures ? 1 : 0;
+}
