@@ -2,6 +2,8 @@
 // possibly dead, ranks) and non-blocking init (config.blocking = 0). Ranks are threads.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -133,6 +135,37 @@ TEST(NonBlockingInit, DestroyWhileWaitingForAMissingRankReturnsPromptly) {
   auto start = Clock::now();
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+int openFds() {
+  int n = 0;
+  for (int fd = 0; fd < 4096; ++fd)
+    if (fcntl(fd, F_GETFD) != -1) ++n;
+  return n;
+}
+
+TEST(Abort, ReturnsPromptlyWhileAnotherThreadIsBlockedInACollective) {
+  const int fdsBefore = openFds();
+  {
+    auto comms = initAll(2);
+    std::atomic<ncclResult_t> blockedResult{ncclSuccess};
+    // Rank 0 enters an all-reduce that rank 1 never joins, so it can only end by abort.
+    std::thread blocked([&] {
+      std::vector<float> v(1 << 20, 1.0f);
+      blockedResult = ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, comms[0], nullptr);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto start = Clock::now();
+    EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+    blocked.join();
+    EXPECT_NE(blockedResult.load(), ncclSuccess);
+    // The peer sees its links broken and can be aborted too.
+    EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
+  }
+  // Bootstrap listener threads close their sockets as they exit; allow them a moment.
+  for (int i = 0; i < 100 && openFds() > fdsBefore; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(openFds(), fdsBefore) << "file descriptors leaked by init + abort";
 }
 
 }  // namespace
