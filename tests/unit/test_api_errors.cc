@@ -156,12 +156,17 @@ TEST_F(ApiErrors, InvalidDatatype) {
 // Values a C caller can pass (C enums are plain ints) but C++ cannot represent in the enum type:
 // the library must validate them without undefined behaviour (UBSan's enum check catches a
 // plain load of the parameter).
+extern "C" int atollTestBadDatatypeCalls(ncclComm_t c, float* a, float* b, int raw, ncclResult_t* out);
+extern "C" int atollTestBadOpCalls(ncclComm_t c, float* a, float* b, int raw, ncclResult_t* out);
+extern "C" const char* atollTestErrorStringOf(int raw);
+
 TEST_F(ApiErrors, InvalidDatatypeFromC) {
   for (int bad : {-1, 1000}) {
     SCOPED_TRACE(bad);
-    ncclDataType_t dt;
-    std::memcpy(&dt, &bad, sizeof dt);
-    expectBadDatatype(comm_, a_, b_, dt);
+    ncclResult_t results[16];
+    int n = atollTestBadDatatypeCalls(comm_, a_, b_, bad, results);
+    for (int i = 0; i < n; ++i) EXPECT_EQ(results[i], ncclInvalidArgument) << "call " << i;
+    EXPECT_TRUE(hasLastError(comm_));
   }
 }
 
@@ -182,10 +187,14 @@ TEST_F(ApiErrors, InvalidOp) {
 }
 
 TEST_F(ApiErrors, InvalidOpFromC) {  // see InvalidDatatypeFromC
-  const int bad = -1;
-  ncclRedOp_t op;
-  std::memcpy(&op, &bad, sizeof op);
-  expectBadOp(comm_, a_, b_, op);
+  for (int bad : {-1, -1000}) {
+    SCOPED_TRACE(bad);
+    ncclResult_t results[8];
+    int n = atollTestBadOpCalls(comm_, a_, b_, bad, results);
+    for (int i = 0; i < n; ++i) EXPECT_EQ(results[i], ncclInvalidArgument) << "call " << i;
+    EXPECT_TRUE(hasLastError(comm_));
+  }
+  EXPECT_STREQ(atollTestErrorStringOf(-5), "unknown result code");
 }
 
 TEST_F(ApiErrors, PreMulSumOpLifetime) {
