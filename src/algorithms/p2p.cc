@@ -5,7 +5,7 @@
 
 namespace atl::algo {
 
-Schedule buildP2P(const std::vector<P2POp>& ops, int self, int nranks) {
+Schedule buildP2P(const std::vector<P2POp>& ops, int self) {
   Schedule out;
   std::map<std::pair<int, bool>, Program> byPeer;  // (peer, isSend), ordered for determinism
   std::vector<const P2POp*> selfSends, selfRecvs;
@@ -25,7 +25,6 @@ Schedule buildP2P(const std::vector<P2POp>& ops, int self, int nranks) {
     addCopy(local, Ref{selfSends[i]->buf, 0}, Ref{selfRecvs[i]->buf, 0},
             std::min(selfSends[i]->bytes, selfRecvs[i]->bytes));
   if (!local.steps.empty()) out.programs.push_back(std::move(local));
-  (void)nranks;
   return out;
 }
 

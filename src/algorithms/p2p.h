@@ -18,6 +18,6 @@ struct P2POp {
 
 /// Byte-granular schedule (elements are bytes). Sends and receives to/from `self` are matched in
 /// order and become local copies.
-Schedule buildP2P(const std::vector<P2POp>& ops, int self, int nranks);
+Schedule buildP2P(const std::vector<P2POp>& ops, int self);
 
 }  // namespace atl::algo

@@ -2,8 +2,6 @@
 
 #include <deque>
 #include <unordered_map>
-#include <set>
-#include <tuple>
 #include <vector>
 
 namespace atl::algo {

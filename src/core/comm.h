@@ -55,6 +55,10 @@ void registerComm(ncclComm* comm);
 void unregisterComm(ncclComm* comm);
 bool isLiveComm(const ncclComm* comm);
 
+/// Sets the abort flag and waits (bounded, 10 s) until no call is inside the engine: blocked calls
+/// see the flag within one poll and return their error.
+Status abortActiveCalls(ncclComm* comm, const char* caller);
+
 /// Checks that `comm` is a live, initialised communicator.
 Status checkComm(const ncclComm* comm, const char* caller);
 

@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <mutex>
 #include <unordered_set>
 
@@ -23,6 +25,14 @@ void unregisterComm(ncclComm* comm) {
 bool isLiveComm(const ncclComm* comm) {
   std::lock_guard<std::mutex> lock(gMutex);
   return live().count(comm) != 0;
+}
+
+Status abortActiveCalls(ncclComm* comm, const char* caller) {
+  comm->abortFlag.store(true, std::memory_order_release);
+  for (int i = 0; i < 10000 && comm->activeCalls.load() > 0; ++i) usleep(1000);
+  if (comm->activeCalls.load() > 0)
+    return ATOLL_ERROR(ncclInternalError, "%s: a call did not leave the communicator within 10 s", caller);
+  return Status::Ok();
 }
 
 Status checkComm(const ncclComm* comm, const char* caller) {

@@ -228,11 +228,7 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
     if (comm == nullptr) return Status::Ok();
     if (!isLiveComm(comm))
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommAbort: %p is not a live communicator", (void*)comm);
-    comm->abortFlag.store(true, std::memory_order_release);
-    // Calls blocked in the engine see the flag within one poll; wait (bounded) for them to leave.
-    for (int i = 0; i < 10000 && comm->activeCalls.load() > 0; ++i) usleep(1000);
-    if (comm->activeCalls.load() > 0)
-      return ATOLL_ERROR(ncclInternalError, "ncclCommAbort: a call did not leave the communicator within 10 s");
+    ATOLL_CHECK(abortActiveCalls(comm, "ncclCommAbort"));
     destroyNow(comm);
     return Status::Ok();
   });

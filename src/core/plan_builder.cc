@@ -145,7 +145,7 @@ Result<std::unique_ptr<engine::Plan>> buildP2PPlan(ncclComm* comm, const std::ve
   char what[96];
   snprintf(what, sizeof(what), "SendRecv batch of %zu ops on rank %d/%d", ops.size(), comm->rank, comm->nranks);
   plan->what = what;
-  plan->schedule = algo::buildP2P(p2p, comm->rank, comm->nranks);
+  plan->schedule = algo::buildP2P(p2p, comm->rank);
   if (plan->schedule.programs.empty()) return std::unique_ptr<engine::Plan>();
   return plan;
 }

@@ -2,7 +2,7 @@
 // each color creates a fresh unique id and hands it to the other members, who then init normally.
 #include <algorithm>
 #include <cstring>
-#include <unistd.h>
+#include <functional>
 #include <vector>
 
 #include "core/group.h"
@@ -91,10 +91,7 @@ Status shrink(ncclComm* comm, const int* exclude, int excludeCount, ncclComm_t* 
   *newcomm = nullptr;
   if (flags == NCCL_SHRINK_ABORT) {
     // Stop whatever another thread runs on the parent (it may wait on a dead rank) before reusing it.
-    comm->abortFlag.store(true, std::memory_order_release);
-    for (int i = 0; i < 10000 && comm->activeCalls.load() > 0; ++i) usleep(1000);
-    if (comm->activeCalls.load() > 0)
-      return ATOLL_ERROR(ncclInternalError, "ncclCommShrink: a call on the parent did not stop within 10 s");
+    ATOLL_CHECK(abortActiveCalls(comm, "ncclCommShrink"));
     // The parent's bootstrap carries the new id below, so it must work again; the aborted calls
     // have already returned their error and the parent's data links are left as they were.
     comm->abortFlag.store(false, std::memory_order_release);
@@ -112,26 +109,28 @@ Status shrink(ncclComm* comm, const int* exclude, int excludeCount, ncclComm_t* 
 
 }  // namespace
 
+/// Inside a group (one thread deriving several communicators) the derivation is collective with the
+/// others queued there, so it runs at ncclGroupEnd on a thread of its own, like init.
+Status deferToGroupEnd(ncclComm* comm, ncclComm_t* newcomm, const char* fn, std::function<Status()> derive) {
+  ATOLL_CHECK(checkComm(comm, fn));
+  if (newcomm == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "%s: newcomm is NULL", fn);
+  *newcomm = nullptr;
+  return enqueueInit(std::move(derive));
+}
+
 NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
          ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   return apiGuard(__func__, [&]() -> Status {
     if (!inGroup()) return shrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-    ATOLL_CHECK(checkComm(comm, "ncclCommShrink"));
-    if (newcomm == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommShrink: newcomm is NULL");
-    *newcomm = nullptr;
     std::vector<int> list(excludeRanksList, excludeRanksList + std::max(excludeRanksCount, 0));
-    return enqueueInit([=] { return shrink(comm, list.data(), excludeRanksCount, newcomm, config, shrinkFlags); });
+    return deferToGroupEnd(comm, newcomm, "ncclCommShrink",
+                           [=] { return shrink(comm, list.data(), excludeRanksCount, newcomm, config, shrinkFlags); });
   });
 }
 
 NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   return apiGuard(__func__, [&]() -> Status {
-    // Inside a group (one thread splitting several communicators) the split is collective with
-    // the others queued there, so it runs at ncclGroupEnd on a thread of its own, like init.
     if (!inGroup()) return split(comm, color, key, newcomm, config);
-    ATOLL_CHECK(checkComm(comm, "ncclCommSplit"));
-    if (newcomm == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
-    *newcomm = nullptr;
-    return enqueueInit([=] { return split(comm, color, key, newcomm, config); });
+    return deferToGroupEnd(comm, newcomm, "ncclCommSplit", [=] { return split(comm, color, key, newcomm, config); });
   });
 }
