@@ -20,6 +20,14 @@ const char* collName(Coll c) {
   return "?";
 }
 
+const char* algoName(Algo a) {
+  switch (a) {
+    case Algo::Ring: return "ring";
+    case Algo::RecursiveDoubling: return "recursive_doubling";
+  }
+  return "?";
+}
+
 Span evenSplit(size_t total, int parts, int index) {
   size_t p = static_cast<size_t>(parts), i = static_cast<size_t>(index);
   size_t base = total / p, extra = total % p;

@@ -1,6 +1,8 @@
 // Direct schedules: every rank talks to its peers without relaying. AlltoAll walks peer offsets
 // i = 1..n-1 (send to p+i while receiving from p-i), which keeps every step matched across ranks;
 // Gather/Scatter give the root one program per peer so all peers stream at once.
+#include <bit>
+
 #include "algorithms/ring.h"
 
 namespace atl::algo {
@@ -76,7 +78,10 @@ Schedule directScatter(const CollSpec& s) {
 
 Schedule buildSchedule(const CollSpec& s) {
   switch (s.coll) {
-    case Coll::AllReduce: return ringAllReduce(s);
+    case Coll::AllReduce:
+      if (s.algo == Algo::RecursiveDoubling && std::has_single_bit(static_cast<unsigned>(s.nranks)))
+        return rdAllReduce(s);
+      return ringAllReduce(s);
     case Coll::AllGather: return ringAllGather(s);
     case Coll::ReduceScatter: return ringReduceScatter(s);
     case Coll::Broadcast: return chainBroadcast(s);

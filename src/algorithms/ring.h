@@ -10,6 +10,7 @@ inline int ringNext(const CollSpec& s) { return mod(s.rank + 1, s.nranks); }
 inline int ringPrev(const CollSpec& s) { return mod(s.rank - 1, s.nranks); }
 
 Schedule ringAllReduce(const CollSpec& s);
+Schedule rdAllReduce(const CollSpec& s);  // nranks must be a power of two
 Schedule ringAllGather(const CollSpec& s);
 Schedule ringReduceScatter(const CollSpec& s);
 Schedule chainBroadcast(const CollSpec& s);

@@ -59,6 +59,14 @@ struct Schedule {
   size_t scratchElems = 0;
 };
 
+/// Algorithm families a generator can be asked for. Callers choose (core/plan_builder.cc);
+/// buildSchedule falls back to the ring where the choice does not apply to the shape.
+enum class Algo : uint8_t {
+  Ring,               // bandwidth-optimal; 2(n-1) sequential hops for all-reduce
+  RecursiveDoubling,  // all-reduce for power-of-two n: log2(n) hops, whole buffer each hop
+};
+const char* algoName(Algo a);
+
 /// The shape of one collective as seen by one rank.
 struct CollSpec {
   Coll coll = Coll::AllReduce;
@@ -69,6 +77,7 @@ struct CollSpec {
   int nchannels = 1;      // channels available; generators may use fewer for small sizes
   size_t chunkElems = 1;  // pipelining granularity (chain algorithms) and minimum per-channel share
   bool inPlace = false;   // send and receive buffers are the same memory (as NCCL defines in-place)
+  Algo algo = Algo::Ring;
 };
 
 /// Appends a transfer step, dropping halves of zero length (both sides drop the same halves, since

@@ -1,6 +1,7 @@
 #include "algorithms/verify.h"
 
 #include <deque>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -42,7 +43,7 @@ struct RankState {
 
 class Simulator {
  public:
-  explicit Simulator(const CollSpec& spec) : spec_(spec) {}
+  Simulator(const CollSpec& spec, Generator generate) : spec_(spec), generate_(generate) {}
 
   VerifyResult run() {
     const int n = spec_.nranks;
@@ -55,7 +56,7 @@ class Simulator {
       layoutInPlace(st, r);
       if (!st.sendInRecv) st.send.assign(inputElems(spec_), Value{});
       for (size_t i = 0; i < inputElems(spec_); ++i) sendRef(st, i) = Value{weight(r, i), 1};
-      st.schedule = buildSchedule(mine);
+      st.schedule = generate_(mine);
       st.scratch.assign(st.schedule.scratchElems, Value{0, kUnset});
       st.pc.assign(st.schedule.programs.size(), 0);
       st.posted.assign(st.schedule.programs.size(), 0);
@@ -154,6 +155,19 @@ class Simulator {
       std::vector<Value> tmp(src, src + st.sendCount);
       std::copy(tmp.begin(), tmp.end(), dst);
       return true;
+    }
+    // The executor sends and writes a step's halves concurrently, slice by slice, so a step must
+    // not write memory it is still sending (in-place layouts make that easy to do by accident).
+    if (st.sendPeer >= 0 && st.recvPeer >= 0 && st.sendCount > 0 && st.recvCount > 0 && !posted) {
+      const Value* src = at(r, st.src, st.sendCount);
+      const Value* dst = at(r, st.dst, st.recvCount);
+      if (!src || !dst) return false;
+      std::less<const Value*> before;
+      if (before(src, dst + st.recvCount) && before(dst, src + st.sendCount)) {
+        fail("rank " + std::to_string(r) + " writes elements it is sending in the same step (channel " +
+             std::to_string(channel) + ", to rank " + std::to_string(st.sendPeer) + ")");
+        return false;
+      }
     }
     // The receive half decides whether the step can complete; the send half is posted once.
     Key inKey = key(channel, st.recvPeer, r);
@@ -279,6 +293,7 @@ class Simulator {
   }
 
   CollSpec spec_;
+  Generator generate_;
   std::vector<RankState> ranks_;
   std::unordered_map<Key, std::deque<std::vector<Value>>> queues_;
   std::deque<int> work_;
@@ -288,6 +303,7 @@ class Simulator {
 
 }  // namespace
 
-VerifyResult verifySchedule(const CollSpec& spec) { return Simulator(spec).run(); }
+VerifyResult verifySchedule(const CollSpec& spec) { return Simulator(spec, &buildSchedule).run(); }
+VerifyResult verifySchedule(const CollSpec& spec, Generator generate) { return Simulator(spec, generate).run(); }
 
 }  // namespace atl::algo

@@ -26,4 +26,8 @@ struct VerifyResult {
 /// ignored). Honours spec.inPlace with NCCL's in-place buffer layouts.
 VerifyResult verifySchedule(const CollSpec& spec);
 
+/// Same, for schedules from another generator (tests feed it deliberately broken ones).
+using Generator = Schedule (*)(const CollSpec&);
+VerifyResult verifySchedule(const CollSpec& spec, Generator generate);
+
 }  // namespace atl::algo

@@ -8,6 +8,7 @@
 #include "core/debug.h"
 #include "core/params.h"
 #include "core/plan_builder.h"
+#include "core/plan_cache.h"
 #include "engine/executor.h"
 
 namespace atl {
@@ -40,12 +41,21 @@ Status runOps(std::vector<OpDesc>& ops) {
   for (const OpDesc& op : ops)
     if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
   std::vector<engine::CommQueue> queues(comms.size());
+  std::vector<std::unique_ptr<engine::Plan>> owned;  // plans the caches did not take
+  // Cached plans go back to their caches however this call ends.
+  struct Release {
+    std::vector<ncclComm*>& comms;
+    ~Release() {
+      for (ncclComm* c : comms) c->plans.releaseAll();
+    }
+  } release{comms};
   for (size_t i = 0; i < comms.size(); ++i) {
     ncclComm* comm = comms[i];
     engine::CommQueue& q = queues[i];
     q.rank = comm->rank;
     q.conns = &comm->links.table;
     q.abort = &comm->abortFlag;
+    const size_t cacheCapacity = static_cast<size_t>(std::max<int64_t>(0, params::getInt(params::Id::PlanCacheSize)));
     std::vector<const OpDesc*> p2p;
     for (const OpDesc& op : ops) {
       if (op.comm != comm) continue;
@@ -53,12 +63,28 @@ Status runOps(std::vector<OpDesc>& ops) {
         p2p.push_back(&op);
         continue;
       }
-      ATOLL_ASSIGN_OR_RETURN(auto plan, buildCollectivePlan(op));
-      if (plan) q.plans.push_back(std::move(plan));
+      if (op.count == 0) continue;
+      PlanKey key = collectiveKey(op);
+      engine::Plan* plan = cacheable(op) ? comm->plans.acquire(key) : nullptr;
+      if (plan != nullptr) {
+        bindBuffers(*plan, op);
+      } else {
+        ATOLL_ASSIGN_OR_RETURN(auto built, buildCollectivePlan(op, key));
+        if (!built) continue;
+        if (cacheable(op)) plan = comm->plans.insert(key, built, cacheCapacity);
+        if (plan == nullptr) {
+          plan = built.get();
+          owned.push_back(std::move(built));
+        }
+      }
+      q.plans.push_back(plan);
     }
     if (!p2p.empty()) {
       ATOLL_ASSIGN_OR_RETURN(auto plan, buildP2PPlan(comm, p2p));
-      if (plan) q.plans.push_back(std::move(plan));
+      if (plan) {
+        q.plans.push_back(plan.get());
+        owned.push_back(std::move(plan));
+      }
     }
   }
   for (ncclComm* c : comms) c->activeCalls.fetch_add(1);

@@ -36,6 +36,11 @@ ATOLL_PARAM(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "Minimum number of cha
 ATOLL_PARAM(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "2", "Maximum number of channels (parallel rings).")
 ATOLL_PARAM(ChunkBytes, "ATOLL_CHUNK_BYTES", Size, "131072",
             "Pipelining granularity of chain algorithms (broadcast, reduce) and the minimum per-channel share.")
+ATOLL_PARAM(RdMaxBytes, "ATOLL_RD_MAX_BYTES", Size, "262144",
+            "All-reduces up to this size use recursive doubling (log2 n hops) when the rank count is a power of "
+            "two; larger ones use the ring. 0 = always the ring.")
+ATOLL_PARAM(PlanCacheSize, "ATOLL_PLAN_CACHE_SIZE", Int, "64",
+            "Collective plans kept per communicator for reuse by identical calls (0 = build every call).")
 ATOLL_PARAM(TimeoutMs, "ATOLL_TIMEOUT_MS", Int, "300000",
             "A collective that makes no progress for this long fails with ncclSystemError (0 = wait forever).")
 ATOLL_PARAM(SpinCount, "ATOLL_SPIN_COUNT", Int, "200",

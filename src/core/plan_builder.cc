@@ -15,6 +15,12 @@ size_t reductionInputCount(const OpDesc& op, int nranks) {
   return op.coll == algo::Coll::ReduceScatter ? op.count * static_cast<size_t>(nranks) : op.count;
 }
 
+bool isPreMulSum(const OpDesc& op) {
+  const bool reduces = op.coll == algo::Coll::AllReduce || op.coll == algo::Coll::Reduce ||
+                       op.coll == algo::Coll::ReduceScatter;
+  return reduces && static_cast<int>(op.op) >= ncclNumOps;
+}
+
 bool isInPlace(const OpDesc& op, int rank, size_t esz) {
   auto send = static_cast<const std::byte*>(op.sendbuff);
   auto recv = static_cast<const std::byte*>(op.recvbuff);
@@ -30,21 +36,13 @@ bool isInPlace(const OpDesc& op, int rank, size_t esz) {
 
 }  // namespace
 
-Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op) {
-  ncclComm* comm = op.comm;
+PlanKey collectiveKey(const OpDesc& op) {
+  const ncclComm* comm = op.comm;
   const size_t esz = kernels::dtypeSize(op.dtype);
-  if (op.count == 0) return std::unique_ptr<engine::Plan>();
-  auto plan = std::make_unique<engine::Plan>();
-  plan->dtype = op.dtype;
-  plan->elemSize = esz;
-  plan->buffers = {const_cast<std::byte*>(static_cast<const std::byte*>(op.sendbuff)),
-                   static_cast<std::byte*>(op.recvbuff), nullptr};
-  char what[128];
-  snprintf(what, sizeof(what), "%s(count %zu, %s) on rank %d/%d", algo::collName(op.coll), op.count,
-           kernels::dtypeName(op.dtype), comm->rank, comm->nranks);
-  plan->what = what;
-
-  algo::CollSpec spec;
+  PlanKey key;
+  key.dtype = op.dtype;
+  key.op = op.op;
+  algo::CollSpec& spec = key.spec;
   spec.coll = op.coll;
   spec.nranks = comm->nranks;
   spec.rank = comm->rank;
@@ -52,7 +50,37 @@ Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op) {
   spec.count = op.count;
   spec.nchannels = comm->links.nchannels;
   spec.chunkElems = std::max<size_t>(1, static_cast<size_t>(params::getInt(params::Id::ChunkBytes)) / esz);
-  spec.inPlace = isInPlace(op, comm->rank, esz);
+  spec.inPlace = isInPlace(op, comm->rank, esz) && !isPreMulSum(op);
+  // Small all-reduces are latency-bound: log2(n) hops beat the ring's 2(n-1) (buildSchedule keeps
+  // the ring where n is not a power of two).
+  if (op.coll == algo::Coll::AllReduce &&
+      op.count * esz <= static_cast<uint64_t>(params::getInt(params::Id::RdMaxBytes)))
+    spec.algo = algo::Algo::RecursiveDoubling;
+  return key;
+}
+
+bool cacheable(const OpDesc& op) { return !isPreMulSum(op); }
+
+void bindBuffers(engine::Plan& plan, const OpDesc& op) {
+  plan.buffers[algo::kSendBuf] = const_cast<std::byte*>(static_cast<const std::byte*>(op.sendbuff));
+  plan.buffers[algo::kRecvBuf] = static_cast<std::byte*>(op.recvbuff);
+}
+
+Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op, const PlanKey& key) {
+  ncclComm* comm = op.comm;
+  const size_t esz = kernels::dtypeSize(op.dtype);
+  if (op.count == 0) return std::unique_ptr<engine::Plan>();
+  auto plan = std::make_unique<engine::Plan>();
+  plan->dtype = op.dtype;
+  plan->elemSize = esz;
+  plan->buffers = {nullptr, nullptr, nullptr};
+  bindBuffers(*plan, op);
+  char what[160];
+  snprintf(what, sizeof(what), "%s(count %zu, %s%s%s) on rank %d/%d", algo::collName(op.coll), op.count,
+           kernels::dtypeName(op.dtype), op.coll == algo::Coll::AllReduce ? ", " : "",
+           op.coll == algo::Coll::AllReduce ? algo::algoName(key.spec.algo) : "", comm->rank, comm->nranks);
+  plan->what = what;
+  algo::CollSpec spec = key.spec;
 
   const bool reduces = op.coll == algo::Coll::AllReduce || op.coll == algo::Coll::Reduce ||
                        op.coll == algo::Coll::ReduceScatter;
@@ -70,7 +98,6 @@ Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op) {
       const size_t n = reductionInputCount(op, comm->nranks);
       plan->ownedInput.reset(new std::byte[n * esz]);
       plan->buffers[algo::kSendBuf] = plan->ownedInput.get();
-      spec.inPlace = false;
       const void* userInput = op.sendbuff;
       PreMulSum scalar = *pm;
       plan->prologue = [userInput, scalar, n](engine::Plan& p) {

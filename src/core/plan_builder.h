@@ -6,12 +6,20 @@
 #include <vector>
 
 #include "core/group.h"
+#include "core/plan_cache.h"
 #include "engine/plan.h"
 
 namespace atl {
 
-/// nullptr (and Ok) when the call moves no data.
-Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op);
+/// The shape a collective call is planned for, with the algorithm chosen for it.
+PlanKey collectiveKey(const OpDesc& op);
+/// Whether a plan for `op` may be reused by later identical calls (PreMulSum plans hold the
+/// operator's scalar and a private copy of the input, so they are built per call).
+bool cacheable(const OpDesc& op);
+/// A plan for `key` with `op`'s buffers bound; nullptr (and Ok) when the call moves no data.
+Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op, const PlanKey& key);
+/// Points a (cached) plan at this call's buffers.
+void bindBuffers(engine::Plan& plan, const OpDesc& op);
 Result<std::unique_ptr<engine::Plan>> buildP2PPlan(ncclComm* comm, const std::vector<const OpDesc*>& ops);
 
 }  // namespace atl

@@ -36,9 +36,11 @@ class PlanRun {
   Status start() {
     if (plan_.prologue) plan_.prologue(plan_);
     size_t scratchBytes = plan_.schedule.scratchElems * plan_.elemSize;
-    if (scratchBytes > 0) {
+    if (scratchBytes > plan_.scratchCapacity) {  // kept across calls when the plan is cached
+      plan_.scratchCapacity = 0;
       plan_.ownedScratch.reset(new (std::nothrow) std::byte[scratchBytes]);
       if (!plan_.ownedScratch) return ATOLL_ERROR(ncclSystemError, "cannot allocate %zu bytes of scratch for %s", scratchBytes, plan_.what.c_str());
+      plan_.scratchCapacity = scratchBytes;
     }
     if (plan_.buffers.size() <= algo::kScratchBuf) plan_.buffers.resize(algo::kScratchBuf + 1, nullptr);
     plan_.buffers[algo::kScratchBuf] = plan_.ownedScratch.get();
@@ -170,13 +172,13 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
   std::vector<std::unique_ptr<PlanRun>> running(queues.size());
   auto startNext = [&](size_t q) -> Status {
     CommQueue& cq = queues[q];
-    while (!cq.plans.empty()) {
-      running[q] = std::make_unique<PlanRun>(*cq.plans.front(), *cq.conns);
+    while (cq.pending()) {
+      running[q] = std::make_unique<PlanRun>(cq.current(), *cq.conns);
       ATOLL_CHECK(running[q]->start());
       bool moved = false;
       ATOLL_CHECK(running[q]->progress(&moved));
       if (!running[q]->finished()) return Status::Ok();
-      cq.plans.pop_front();
+      ++cq.next;
       running[q].reset();
     }
     return Status::Ok();
@@ -185,7 +187,7 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
   auto failAll = [&](size_t q, Status s) {
     queues[q].result = s;
     for (CommQueue& other : queues)
-      if (!other.plans.empty() && other.result.ok()) other.result = s;
+      if (other.pending() && other.result.ok()) other.result = s;
     return s;
   };
   for (size_t q = 0; q < queues.size(); ++q)
@@ -193,6 +195,7 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
 
   Clock::time_point lastProgress = Clock::now();
   uint64_t idle = 0;
+  const uint64_t spin = static_cast<uint64_t>(std::max(options.spinCount, 1));
   for (;;) {
     bool anyActive = false, moved = false;
     for (size_t q = 0; q < queues.size(); ++q) {
@@ -200,10 +203,10 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
       anyActive = true;
       log::setThreadRank(queues[q].rank);
       if (aborted(queues[q].abort))
-        return failAll(q, ATOLL_ERROR(ncclSystemError, "%s: communicator aborted", queues[q].plans.front()->what.c_str()));
+        return failAll(q, ATOLL_ERROR(ncclSystemError, "%s: communicator aborted", queues[q].current().what.c_str()));
       if (Status s = running[q]->progress(&moved); !s.ok()) return failAll(q, s);
       if (running[q]->finished()) {
-        queues[q].plans.pop_front();
+        ++queues[q].next;
         running[q].reset();
         if (Status s = startNext(q); !s.ok()) return failAll(q, s);
       }
@@ -215,17 +218,19 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
     }
     // Idle: spin a little (latency), then yield so oversubscribed hosts (8 ranks on 2 cores) still
     // run the peer we wait for, and check the deadline only occasionally (clock reads cost).
+    // The clock starts when spinning stops: a latency-bound loop goes idle at every hop, and a
+    // clock read there would cost as much as the hop.
     ++idle;
-    if (idle == 1) lastProgress = Clock::now();
-    if (idle < static_cast<uint64_t>(options.spinCount)) continue;
-    if (idle < static_cast<uint64_t>(options.spinCount) * 64) sched_yield();
+    if (idle < spin) continue;
+    if (idle == spin) lastProgress = Clock::now();
+    if (idle < spin * 64) sched_yield();
     else usleep(50);
     if ((idle & 63) == 0 && options.timeoutMs > 0 &&
         Clock::now() - lastProgress > std::chrono::milliseconds(options.timeoutMs)) {
       for (size_t q = 0; q < queues.size(); ++q) {
         if (!running[q]) continue;
         return failAll(q, ATOLL_ERROR(ncclSystemError, "%s made no progress for %lld ms, waiting at %s",
-                                      queues[q].plans.front()->what.c_str(), static_cast<long long>(options.timeoutMs),
+                                      queues[q].current().what.c_str(), static_cast<long long>(options.timeoutMs),
                                       running[q]->waitingOn().c_str()));
       }
     }

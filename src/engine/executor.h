@@ -4,7 +4,7 @@
 // (the order every rank issued them in, which is what keeps streams matched).
 #pragma once
 
-#include <deque>
+#include <vector>
 #include <memory>
 #include <span>
 
@@ -19,8 +19,11 @@ struct CommQueue {
   int rank = 0;
   const ConnTable* conns = nullptr;
   const AbortFlag* abort = nullptr;
-  std::deque<std::unique_ptr<Plan>> plans;
-  Status result;  // first error of this queue
+  std::vector<Plan*> plans;  // owned by the caller (or its plan cache); run in order
+  size_t next = 0;           // plans[next] is the one running or about to
+  Status result;             // first error of this queue
+  bool pending() const { return next < plans.size(); }
+  Plan& current() const { return *plans[next]; }
 };
 
 struct ExecOptions {

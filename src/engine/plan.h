@@ -20,7 +20,8 @@ struct Plan {
   size_t elemSize = 1;
   kernels::RedOp op = kernels::RedOp::Sum;
   std::vector<std::byte*> buffers;           // indexed by algo::BufId; kScratchBuf filled by the executor
-  std::unique_ptr<std::byte[]> ownedScratch;  // allocated when the plan starts
+  std::unique_ptr<std::byte[]> ownedScratch;  // allocated when the plan first starts
+  size_t scratchCapacity = 0;
   std::unique_ptr<std::byte[]> ownedInput;    // e.g. the pre-scaled input of PreMulSum
   std::function<void(Plan&)> prologue;        // runs when the plan starts (reads user input then)
   std::function<void(Plan&)> epilogue;        // runs after every program finished (e.g. Avg division)

@@ -52,6 +52,28 @@ INSTANTIATE_TEST_SUITE_P(Generators, SmallShapes,
                                   std::to_string(std::get<1>(info.param));
                          });
 
+TEST(RecursiveDoubling, EveryPowerOfTwoCountChannelLayout) {
+  for (int n : {1, 2, 4, 8, 16, 64})
+    for (size_t count : {0ul, 1ul, 2ul, 3ul, 7ul, 64ul, 257ul})
+      for (int nch : {1, 2, 3})
+        for (size_t chunk : {1ul, 4ul, 1000ul})
+          for (bool inPlace : {false, true}) {
+            CollSpec s = spec(Coll::AllReduce, n, count, 0, nch, chunk, inPlace);
+            s.algo = Algo::RecursiveDoubling;
+            expectVerified(s);
+            if (HasFailure()) return;
+          }
+}
+
+TEST(RecursiveDoubling, HopsAreLog2AndOtherRankCountsUseTheRing) {
+  CollSpec s = spec(Coll::AllReduce, 8, 64, 0, 1, 1, false);
+  s.algo = Algo::RecursiveDoubling;
+  EXPECT_EQ(buildSchedule(s).programs.at(0).steps.size(), 3u);
+  s.nranks = 6;  // not a power of two: the ring's 2(n-1) steps, and still correct
+  EXPECT_EQ(buildSchedule(s).programs.at(0).steps.size(), 10u);
+  expectVerified(s);
+}
+
 TEST(LargeRankCounts, EveryCollectiveAt4096WithMostChunksEmpty) {
   // Far fewer elements than ranks: most chunks are empty and their steps vanish, on both sides alike.
   // Collectives whose per-rank buffers grow with n (AllGather, ReduceScatter, AlltoAll, Gather,
@@ -74,16 +96,38 @@ TEST(LargeRankCounts, EveryCollectiveAt1024And1000) {
     }
 }
 
-TEST(Verifier, CatchesABrokenSchedule) {
-  // Sanity of the verifier itself: drop one step of a correct schedule and it must complain.
+// The verifier itself must reject broken schedules, or every proof above is empty.
+Schedule dropLastStep(const CollSpec& s) {
+  Schedule out = buildSchedule(s);
+  if (s.rank == 1) out.programs.at(0).steps.pop_back();
+  return out;
+}
+Schedule overwriteInsteadOfReduce(const CollSpec& s) {
+  Schedule out = buildSchedule(s);
+  if (s.rank == 2) out.programs.at(0).steps.front().reduce = false;
+  return out;
+}
+Schedule sendWhatIsOverwritten(const CollSpec& s) {
+  // Recursive doubling writing its running total in place: correct on paper, a race in the engine.
+  CollSpec rd = s;
+  rd.algo = Algo::RecursiveDoubling;
+  Schedule out = buildSchedule(rd);
+  for (Step& st : out.programs.at(0).steps) st.src = st.acc = st.dst;
+  out.programs.at(0).steps.front().src = out.programs.at(0).steps.front().acc = sendAt(0);
+  return out;
+}
+
+TEST(Verifier, RejectsBrokenSchedules) {
   CollSpec s = spec(Coll::AllReduce, 4, 16, 0, 1, 1, false);
-  Schedule good = buildSchedule(s);
-  ASSERT_FALSE(good.programs.empty());
   ASSERT_TRUE(verifySchedule(s).ok);
-  // A reduce-scatter with a wrong in-place flag reads inputs that were overwritten.
-  CollSpec bad = spec(Coll::AlltoAll, 5, 4, 0, 1, 1, true);
-  bad.inPlace = true;
-  EXPECT_TRUE(verifySchedule(bad).ok);
+  VerifyResult dropped = verifySchedule(s, &dropLastStep);
+  EXPECT_FALSE(dropped.ok);
+  VerifyResult wrong = verifySchedule(s, &overwriteInsteadOfReduce);
+  EXPECT_FALSE(wrong.ok);
+  EXPECT_NE(wrong.error.find("contribution"), std::string::npos) << wrong.error;
+  VerifyResult race = verifySchedule(s, &sendWhatIsOverwritten);
+  EXPECT_FALSE(race.ok);
+  EXPECT_NE(race.error.find("writes elements it is sending"), std::string::npos) << race.error;
 }
 
 TEST(Splits, EvenSplitCoversRangeExactly) {
