@@ -59,6 +59,10 @@ class Connection {
   virtual Result<std::span<const std::byte>> peek() = 0;
   /// Releases the first n bytes of the last peek() view.
   virtual void consume(size_t n) = 0;
+  /// Moves up to n received bytes into dst without blocking and returns how many (peek, copy,
+  /// consume). Transports that can land data straight in dst (a socket's recv) override it to
+  /// skip their staging copy. Errors as for peek(), once nothing more can be delivered.
+  virtual Result<size_t> receiveInto(void* dst, size_t n);
   virtual std::string describe() const = 0;
   /// Breaks the link on purpose (this rank gave up on the communicator): the peer's next send or
   /// peek fails with ncclRemoteError instead of waiting, so a failure spreads in one hop per link.

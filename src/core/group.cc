@@ -1,6 +1,7 @@
 #include "core/group.h"
 
 #include <algorithm>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -22,7 +23,8 @@ struct GroupState {
 thread_local GroupState tGroup;
 
 /// Several inits queued by one thread rendezvous with each other, so each needs its own thread.
-Status runInits(std::vector<std::function<Status()>>& inits) {
+// Not inlined: GCC 12 inlines it into groupEnd and then raises a false -Wfree-nonheap-object.
+[[gnu::noinline]] Status runInits(std::vector<std::function<Status()>>& inits) {
   if (inits.size() == 1) return inits[0]();
   std::vector<Status> results(inits.size());
   std::vector<std::thread> threads;
@@ -34,21 +36,39 @@ Status runInits(std::vector<std::function<Status()>>& inits) {
   return Status::Ok();
 }
 
-Status runOps(std::vector<OpDesc>& ops) {
+/// What one batch needs besides its plans, kept by the thread so that a steady stream of calls
+/// allocates nothing once warm (vectors keep their capacity across clear()).
+struct BatchStorage {
+  std::vector<ncclComm*> comms;
+  std::vector<engine::CommQueue> queues;
+  std::vector<std::unique_ptr<engine::Plan>> owned;  // plans the caches did not take
+};
+thread_local BatchStorage tBatch;
+
+Status runOps(std::span<const OpDesc> ops) {
   // One queue per communicator, in order of first appearance; within it the collectives in call
   // order, then the group's send/recv batch.
-  std::vector<ncclComm*> comms;
+  BatchStorage& b = tBatch;
+  std::vector<ncclComm*>& comms = b.comms;
+  std::vector<std::unique_ptr<engine::Plan>>& owned = b.owned;
+  comms.clear();
   for (const OpDesc& op : ops)
     if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
-  std::vector<engine::CommQueue> queues(comms.size());
-  std::vector<std::unique_ptr<engine::Plan>> owned;  // plans the caches did not take
-  // Cached plans go back to their caches however this call ends.
+  if (b.queues.size() < comms.size()) b.queues.resize(comms.size());
+  std::span<engine::CommQueue> queues(b.queues.data(), comms.size());
+  for (engine::CommQueue& q : queues) {
+    q.plans.clear();
+    q.next = 0;
+    q.result = Status::Ok();
+  }
+  // Cached plans go back to their caches, and the others are freed, however this call ends.
   struct Release {
-    std::vector<ncclComm*>& comms;
+    BatchStorage& b;
     ~Release() {
-      for (ncclComm* c : comms) c->plans.releaseAll();
+      for (ncclComm* c : b.comms) c->plans.releaseAll();
+      b.owned.clear();
     }
-  } release{comms};
+  } release{b};
   for (size_t i = 0; i < comms.size(); ++i) {
     ncclComm* comm = comms[i];
     engine::CommQueue& q = queues[i];
@@ -134,8 +154,7 @@ Status enqueueOp(const OpDesc& op) {
     tGroup.ops.push_back(op);
     return Status::Ok();
   }
-  std::vector<OpDesc> single{op};
-  return runOps(single);
+  return runOps(std::span<const OpDesc>(&op, 1));
 }
 
 Status enqueueInit(std::function<Status()> init) {

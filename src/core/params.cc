@@ -1,5 +1,6 @@
 #include "core/params.h"
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -53,11 +54,17 @@ bool parseTyped(Type type, const std::string& text, int64_t* out) {
 class Cache {
  public:
   const Value& get(Id id) {
-    std::call_once(once_, [this] { load(); });
+    // Read on every collective: after the first load this is one acquire load, where call_once
+    // alone would also set thread-locals on every call.
+    if (!loaded_.load(std::memory_order_acquire)) {
+      std::call_once(once_, [this] { load(); });
+      loaded_.store(true, std::memory_order_release);
+    }
     return values_[static_cast<size_t>(id)];
   }
   void reset() {
     std::lock_guard<std::mutex> lock(resetMutex_);
+    loaded_.store(false, std::memory_order_release);
     values_.clear();
     once_.~once_flag();
     new (&once_) std::once_flag();
@@ -86,6 +93,7 @@ class Cache {
   }
 
   std::once_flag once_;
+  std::atomic<bool> loaded_{false};
   std::mutex resetMutex_;
   std::vector<Value> values_;
 };

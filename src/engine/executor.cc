@@ -31,27 +31,37 @@ struct ProgramState {
 
 class PlanRun {
  public:
-  PlanRun(Plan& plan, const ConnTable& conns) : plan_(plan), conns_(conns) {}
+  /// Binds a plan and starts it; the object is reused for plan after plan (its state vector keeps
+  /// its capacity, so a steady stream of small collectives allocates nothing here).
+  Status start(Plan& plan, const ConnTable& conns) {
+    plan_ = &plan;
+    conns_ = &conns;
+    finished_ = false;
+    states_.clear();
+    return startBound();
+  }
 
-  Status start() {
-    if (plan_.prologue) plan_.prologue(plan_);
-    size_t scratchBytes = plan_.schedule.scratchElems * plan_.elemSize;
-    if (scratchBytes > plan_.scratchCapacity) {  // kept across calls when the plan is cached
-      plan_.scratchCapacity = 0;
-      plan_.ownedScratch.reset(new (std::nothrow) std::byte[scratchBytes]);
-      if (!plan_.ownedScratch) return ATOLL_ERROR(ncclSystemError, "cannot allocate %zu bytes of scratch for %s", scratchBytes, plan_.what.c_str());
-      plan_.scratchCapacity = scratchBytes;
+ private:
+  Status startBound() {
+    if (plan_->prologue) plan_->prologue(*plan_);
+    size_t scratchBytes = plan_->schedule.scratchElems * plan_->elemSize;
+    if (scratchBytes > plan_->scratchCapacity) {  // kept across calls when the plan is cached
+      plan_->scratchCapacity = 0;
+      plan_->ownedScratch.reset(new (std::nothrow) std::byte[scratchBytes]);
+      if (!plan_->ownedScratch) return ATOLL_ERROR(ncclSystemError, "cannot allocate %zu bytes of scratch for %s", scratchBytes, plan_->what.c_str());
+      plan_->scratchCapacity = scratchBytes;
     }
-    if (plan_.buffers.size() <= algo::kScratchBuf) plan_.buffers.resize(algo::kScratchBuf + 1, nullptr);
-    plan_.buffers[algo::kScratchBuf] = plan_.ownedScratch.get();
-    states_.resize(plan_.schedule.programs.size());
+    if (plan_->buffers.size() <= algo::kScratchBuf) plan_->buffers.resize(algo::kScratchBuf + 1, nullptr);
+    plan_->buffers[algo::kScratchBuf] = plan_->ownedScratch.get();
+    states_.resize(plan_->schedule.programs.size());
     for (size_t i = 0; i < states_.size(); ++i) {
-      states_[i].program = &plan_.schedule.programs[i];
+      states_[i].program = &plan_->schedule.programs[i];
       ATOLL_CHECK(bindStep(states_[i]));
     }
     return Status::Ok();
   }
 
+ public:
   /// One pass over all programs; sets `moved` when any byte moved.
   Status progress(bool* moved) {
     bool allDone = true;
@@ -68,7 +78,7 @@ class PlanRun {
     }
     if (allDone && !finished_) {
       finished_ = true;
-      if (plan_.epilogue) plan_.epilogue(plan_);
+      if (plan_->epilogue) plan_->epilogue(*plan_);
     }
     return Status::Ok();
   }
@@ -82,31 +92,31 @@ class PlanRun {
       const algo::Step& st = ps.program->steps[ps.step];
       char buf[160];
       snprintf(buf, sizeof(buf), "step %zu/%zu of channel %d (send to %d: %zu/%zu B, recv from %d: %zu/%zu B)", ps.step,
-               ps.program->steps.size(), ps.program->channel, st.sendPeer, ps.sent, wireSize(st.sendCount * plan_.elemSize),
-               st.recvPeer, ps.recvd, wireSize(st.recvCount * plan_.elemSize));
+               ps.program->steps.size(), ps.program->channel, st.sendPeer, ps.sent, wireSize(st.sendCount * plan_->elemSize),
+               st.recvPeer, ps.recvd, wireSize(st.recvCount * plan_->elemSize));
       return buf;
     }
     return "nothing";
   }
 
  private:
-  std::byte* at(const algo::Ref& r) const { return plan_.buffers[r.buf] + r.offset * plan_.elemSize; }
+  std::byte* at(const algo::Ref& r) const { return plan_->buffers[r.buf] + r.offset * plan_->elemSize; }
 
   Status bindStep(ProgramState& ps) {
     if (ps.done()) return Status::Ok();
     const algo::Step& st = ps.program->steps[ps.step];
     ps.sendConn = ps.recvConn = nullptr;
     if (st.kind != algo::StepKind::Transfer) return Status::Ok();
-    if (st.sendPeer >= 0 && !(ps.sendConn = conns_.get(ps.program->channel, st.sendPeer)))
-      return ATOLL_ERROR(ncclInternalError, "%s: no connection to rank %d on channel %d", plan_.what.c_str(), st.sendPeer, ps.program->channel);
-    if (st.recvPeer >= 0 && !(ps.recvConn = conns_.get(ps.program->channel, st.recvPeer)))
-      return ATOLL_ERROR(ncclInternalError, "%s: no connection to rank %d on channel %d", plan_.what.c_str(), st.recvPeer, ps.program->channel);
+    if (st.sendPeer >= 0 && !(ps.sendConn = conns_->get(ps.program->channel, st.sendPeer)))
+      return ATOLL_ERROR(ncclInternalError, "%s: no connection to rank %d on channel %d", plan_->what.c_str(), st.sendPeer, ps.program->channel);
+    if (st.recvPeer >= 0 && !(ps.recvConn = conns_->get(ps.program->channel, st.recvPeer)))
+      return ATOLL_ERROR(ncclInternalError, "%s: no connection to rank %d on channel %d", plan_->what.c_str(), st.recvPeer, ps.program->channel);
     return Status::Ok();
   }
 
   Status advance(ProgramState& ps, bool* moved, bool* stepDone) {
     const algo::Step& st = ps.program->steps[ps.step];
-    const size_t esz = plan_.elemSize;
+    const size_t esz = plan_->elemSize;
     if (st.kind == algo::StepKind::LocalCopy) {
       std::byte* dst = at(st.dst);
       const std::byte* src = at(st.src);
@@ -131,7 +141,13 @@ class PlanRun {
         ps.sent += n;
         progressed = progressed || n > 0;
       }
-      if (ps.recvConn && ps.recvd < recvWire) {
+      if (ps.recvConn && ps.recvd < recvBytes && !st.reduce) {
+        // Plain copies land straight in the destination (one copy fewer on sockets).
+        const size_t len = std::min(recvBytes - ps.recvd, kSliceBytes);
+        ATOLL_ASSIGN_OR_RETURN(size_t n, ps.recvConn->receiveInto(dst + ps.recvd, len));
+        ps.recvd += n;
+        progressed = progressed || n > 0;
+      } else if (ps.recvConn && ps.recvd < recvWire) {
         ATOLL_ASSIGN_OR_RETURN(std::span<const std::byte> view, ps.recvConn->peek());
         size_t take = 0;
         if (view.empty()) {
@@ -140,7 +156,7 @@ class PlanRun {
           take -= take % esz;  // a partial element: its rest is still in flight
           if (take > 0) {
             if (st.reduce)
-              kernels::reduce(plan_.dtype, plan_.op, dst + ps.recvd, at(st.acc) + ps.recvd, view.data(), take / esz);
+              kernels::reduce(plan_->dtype, plan_->op, dst + ps.recvd, at(st.acc) + ps.recvd, view.data(), take / esz);
             else
               kernels::copy(dst + ps.recvd, view.data(), take);
           }
@@ -160,8 +176,8 @@ class PlanRun {
     return Status::Ok();
   }
 
-  Plan& plan_;
-  const ConnTable& conns_;
+  Plan* plan_ = nullptr;
+  const ConnTable* conns_ = nullptr;
   std::vector<ProgramState> states_;
   bool finished_ = false;
 };
@@ -169,17 +185,29 @@ class PlanRun {
 }  // namespace
 
 Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
-  std::vector<std::unique_ptr<PlanRun>> running(queues.size());
+  // One run slot per queue, kept by the thread across calls (see PlanRun::start).
+  thread_local std::vector<PlanRun> slots;
+  if (slots.size() < queues.size()) slots.resize(queues.size());
+  std::vector<PlanRun*> runningStorage;
+  PlanRun* single = nullptr;
+  std::span<PlanRun*> running(&single, 1);
+  if (queues.size() > 1) {
+    runningStorage.assign(queues.size(), nullptr);
+    running = runningStorage;
+  }
   auto startNext = [&](size_t q) -> Status {
     CommQueue& cq = queues[q];
+    running[q] = nullptr;
     while (cq.pending()) {
-      running[q] = std::make_unique<PlanRun>(cq.current(), *cq.conns);
-      ATOLL_CHECK(running[q]->start());
+      PlanRun& run = slots[q];
+      ATOLL_CHECK(run.start(cq.current(), *cq.conns));
       bool moved = false;
-      ATOLL_CHECK(running[q]->progress(&moved));
-      if (!running[q]->finished()) return Status::Ok();
+      ATOLL_CHECK(run.progress(&moved));
+      if (!run.finished()) {
+        running[q] = &run;
+        return Status::Ok();
+      }
       ++cq.next;
-      running[q].reset();
     }
     return Status::Ok();
   };
@@ -190,6 +218,7 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
       if (other.pending() && other.result.ok()) other.result = s;
     return s;
   };
+  if (queues.size() == 1) log::setThreadRank(queues[0].rank);
   for (size_t q = 0; q < queues.size(); ++q)
     if (Status s = startNext(q); !s.ok()) return failAll(q, s);
 
@@ -201,13 +230,12 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
     for (size_t q = 0; q < queues.size(); ++q) {
       if (!running[q]) continue;
       anyActive = true;
-      log::setThreadRank(queues[q].rank);
+      if (queues.size() > 1) log::setThreadRank(queues[q].rank);  // a thread-local write: not per poll otherwise
       if (aborted(queues[q].abort))
         return failAll(q, ATOLL_ERROR(ncclSystemError, "%s: communicator aborted", queues[q].current().what.c_str()));
       if (Status s = running[q]->progress(&moved); !s.ok()) return failAll(q, s);
       if (running[q]->finished()) {
         ++queues[q].next;
-        running[q].reset();
         if (Status s = startNext(q); !s.ok()) return failAll(q, s);
       }
     }

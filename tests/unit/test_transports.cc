@@ -432,6 +432,80 @@ TEST_P(TransportTest, SeveralPeersAndChannelsAtOnce) {
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
 
+// receiveInto() may bypass the staging ring (sockets): mixing it with peek()/consume() at any
+// byte position, with pieces that wrap the ring, must still deliver the stream exactly once, in order.
+TEST_P(TransportTest, ReceiveIntoInterleavedWithPeekKeepsTheStream) {
+  World w = world(2, 64 << 10);
+  Conns c = connectAll(w, 1);
+  ASSERT_TRUE(c[0][1][0] && c[1][0][0]);
+  Connection* tx = c[0][1][0].get();
+  Connection* rx = c[1][0][0].get();
+  constexpr uint64_t kTotal = 24ull << 20;
+  std::vector<std::byte> out(kMaxPiece);
+  std::mt19937_64 rng(7);
+  uint64_t sent = 0, received = 0;
+  uint64_t viaDirect = 0, viaPeek = 0;
+  std::string err;
+  auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (received < kTotal && err.empty() && Clock::now() < deadline) {
+    if (sent < kTotal) {
+      size_t n = std::min<uint64_t>(1 + rng() % (200 << 10), kTotal - sent);
+      auto r = tx->send(pattern().data() + sent % kPeriod, n);
+      if (!r.ok()) err = "send: " + lastErrorMessage();
+      else sent += *r;
+    }
+    if (rng() % 2 == 0) {
+      size_t want = std::min<uint64_t>(1 + rng() % (300 << 10), kTotal - received);
+      auto r = rx->receiveInto(out.data(), std::min(want, out.size()));
+      if (!r.ok()) {
+        err = "receiveInto: " + lastErrorMessage();
+      } else if (*r > 0) {
+        if (std::memcmp(out.data(), pattern().data() + received % kPeriod, *r) != 0) err = "receiveInto: mismatch";
+        received += *r;
+        viaDirect += *r;
+      }
+    } else {
+      auto v = rx->peek();
+      if (!v.ok()) {
+        err = "peek: " + lastErrorMessage();
+      } else if (!v->empty()) {
+        size_t n = std::min({v->size(), kMaxPiece, static_cast<size_t>(1 + rng() % (100 << 10))});
+        if (std::memcmp(v->data(), pattern().data() + received % kPeriod, n) != 0) err = "peek: mismatch";
+        rx->consume(n);
+        received += n;
+        viaPeek += n;
+      }
+    }
+  }
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(received, kTotal);
+  EXPECT_GT(viaDirect, 0u);
+  EXPECT_GT(viaPeek, 0u);
+}
+
+TEST_P(TransportTest, ReceiveIntoReportsAClosedPeerAfterDrain) {
+  World w = world(2, 64 << 10);
+  Conns c = connectAll(w, 1);
+  ASSERT_TRUE(c[0][1][0] && c[1][0][0]);
+  ASSERT_EQ(*c[0][1][0]->send(pattern().data(), 1000), 1000u);
+  c[0][1][0].reset();
+  std::vector<std::byte> out(4096);
+  uint64_t got = 0;
+  Status last;
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline) {
+    auto r = c[1][0][0]->receiveInto(out.data() + got, out.size() - got);
+    if (!r.ok()) {
+      last = r.status();
+      break;
+    }
+    got += *r;
+  }
+  EXPECT_EQ(got, 1000u);
+  EXPECT_EQ(std::memcmp(out.data(), pattern().data(), 1000), 0);
+  EXPECT_EQ(last.code(), ncclRemoteError);
+}
+
 TEST_P(TransportTest, ClosedPeerYieldsRemoteErrorAfterDrain) {
   World w = world(2, 64 << 10);
   Conns c = connectAll(w, 1);

@@ -100,6 +100,42 @@ Result<std::span<const std::byte>> SocketConnection::peek() {
 
 void SocketConnection::consume(size_t n) { tail_ += n; }
 
+Result<size_t> SocketConnection::receiveInto(void* dst, size_t n) {
+  auto* out = static_cast<std::byte*>(dst);
+  size_t got = 0;
+  while (got < n && head_ > tail_) {  // staged bytes first: they come earlier in the stream
+    const uint64_t off = tail_ % cap_;
+    const size_t take = static_cast<size_t>(std::min<uint64_t>({n - got, head_ - tail_, cap_ - off}));
+    std::memcpy(out + got, ring_.get() + off, take);
+    tail_ += take;
+    got += take;
+  }
+  while (got < n && closedErr_ == 0) {
+    ssize_t rc = ::recv(fd_.get(), out + got, n - got, MSG_DONTWAIT);
+    if (rc > 0) {
+      got += static_cast<size_t>(rc);
+      head_ += static_cast<uint64_t>(rc);
+      tail_ += static_cast<uint64_t>(rc);
+      continue;
+    }
+    if (rc == 0) {
+      closedErr_ = -1;
+      break;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    int err = errno;
+    if (err == ECONNRESET || err == ETIMEDOUT || err == ENOTCONN || err == EPIPE) {
+      closedErr_ = err;
+      break;
+    }
+    return ATOLL_ERROR(ncclSystemError, "socket: rank %d: recv from rank %d (%s) channel %d failed: %s", rank_, peer_,
+                       peerAddr_.c_str(), channel_, std::strerror(err));
+  }
+  if (got == 0 && closedErr_ != 0) return lost("receiving from", closedErr_);
+  return got;
+}
+
 std::string SocketConnection::describe() const {
   char buf[160];
   std::snprintf(buf, sizeof(buf), "socket rank %d <-> %d channel %d (%s)", rank_, peer_, channel_, peerAddr_.c_str());

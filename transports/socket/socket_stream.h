@@ -8,6 +8,10 @@
 // Views are whole 8-byte words of the stream (a trailing partial word, which TCP may deliver at any
 // split, is withheld until it completes); the ring capacity is a multiple of 8 so its end never
 // splits a word. Bytes that arrived before the peer closed are handed out before the error.
+//
+// receiveInto() drains what is staged, then recv()s straight into the caller's memory: one kernel
+// copy instead of two for data that needs no reduction. Ring counters are stream positions, so
+// bytes that bypass an empty ring advance both, keeping ring offsets and stream words aligned.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +31,7 @@ class SocketConnection final : public Connection {
   Result<size_t> send(const void* data, size_t n) override;
   Result<std::span<const std::byte>> peek() override;
   void consume(size_t n) override;
+  Result<size_t> receiveInto(void* dst, size_t n) override;
   std::string describe() const override;
   void shutdown() override;
 
@@ -42,8 +47,8 @@ class SocketConnection final : public Connection {
   std::string peerAddr_;
   std::unique_ptr<std::byte[]> ring_;
   uint64_t cap_;
-  uint64_t head_ = 0;  // bytes ever received into the ring
-  uint64_t tail_ = 0;  // bytes ever consumed
+  uint64_t head_ = 0;  // stream position received so far (through the ring or around it)
+  uint64_t tail_ = 0;  // stream position consumed so far
   int closedErr_ = 0;  // errno-style reason once the peer is gone (-1 = orderly EOF)
 };
 
