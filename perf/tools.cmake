@@ -11,7 +11,7 @@ target_include_directories(atoll_perf_common PUBLIC ${PROJECT_SOURCE_DIR} ${PROJ
 target_link_libraries(atoll_perf_common PUBLIC atoll Threads::Threads)
 
 set(ATOLL_PERF_TOOLS all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf
-    sendrecv_perf gather_perf scatter_perf)
+    sendrecv_perf gather_perf scatter_perf hypercube_perf)
 foreach(tool ${ATOLL_PERF_TOOLS})
   add_executable(${tool} ${CMAKE_CURRENT_LIST_DIR}/tools/${tool}.cc)
   target_link_libraries(${tool} PRIVATE atoll_perf_common)

@@ -1,6 +1,6 @@
 // Throughput of the host reduction kernels against memcpy, on an out-of-cache buffer (64 MiB per
 // operand) and an in-cache one (256 KiB). Bytes processed count every stream touched once:
-// reduce = 2 reads + 1 write, scale = 1 read + 1 write, copy/memcpy = 1 read + 1 write. Write-allocate
+// reduce = 2 reads + 1 write, scale/divide/copy/memcpy = 1 read + 1 write. Write-allocate
 // traffic (a store reading its line first) is not counted, so a kernel at memory speed shows the
 // same bytes/s as memcpy only if both avoid or both pay it.
 // The "dst=a" variants run in place, which is what the engine does when folding a received chunk.
@@ -66,6 +66,22 @@ void BM_Scale(benchmark::State& state, ncclDataType_t dt) {
   atl::kernels::setIsa(atl::kernels::detectedIsa());
 }
 
+// The extra pass of ncclAvg, in place on the result. Dividing by 1 still executes a real division
+// (the divisor is a run-time value) but leaves the data unchanged, so repeated runs never decay
+// floats into subnormals, which would measure a slow path the engine does not take.
+void BM_Divide(benchmark::State& state, ncclDataType_t dt) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  setIsa(state, static_cast<int>(state.range(1)));
+  const size_t count = bytes / atl::kernels::dtypeSize(dt);
+  Buffers buf(bytes);
+  for (auto _ : state) {
+    atl::kernels::divide(dt, buf.d.data(), count, 1);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * bytes));
+  atl::kernels::setIsa(atl::kernels::detectedIsa());
+}
+
 void BM_Copy(benchmark::State& state) {
   const size_t bytes = static_cast<size_t>(state.range(0));
   Buffers buf(bytes);
@@ -102,20 +118,23 @@ void sizes(benchmark::internal::Benchmark* b) {
 int registerAll() {
   const ncclDataType_t all[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,   ncclInt64,      ncclUint64,
                                 ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
-  for (ncclDataType_t dt : all) {
-    const std::string name = std::string("reduce/sum/") + atl::kernels::dtypeName(dt);
-    benchmark::RegisterBenchmark(name.c_str(), BM_Reduce, dt, RedOp::Sum, false)->Apply(sizesAndIsa);
-  }
-  const std::pair<RedOp, const char*> ops[] = {{RedOp::Prod, "prod"}, {RedOp::Max, "max"}, {RedOp::Min, "min"}};
+  const std::pair<RedOp, const char*> ops[] = {
+      {RedOp::Sum, "sum"}, {RedOp::Prod, "prod"}, {RedOp::Max, "max"}, {RedOp::Min, "min"}};
   for (auto [op, opName] : ops) {
-    const std::string name = std::string("reduce/") + opName + "/float";
-    benchmark::RegisterBenchmark(name.c_str(), BM_Reduce, ncclFloat32, op, false)->Apply(sizesAndIsa);
+    for (ncclDataType_t dt : all) {
+      const std::string name = std::string("reduce/") + opName + "/" + atl::kernels::dtypeName(dt);
+      benchmark::RegisterBenchmark(name.c_str(), BM_Reduce, dt, op, false)->Apply(sizesAndIsa);
+    }
   }
   benchmark::RegisterBenchmark("reduce_inplace/sum/float", BM_Reduce, ncclFloat32, RedOp::Sum, true)
       ->Apply(sizesAndIsa);
   for (ncclDataType_t dt : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
     const std::string name = std::string("scale/") + atl::kernels::dtypeName(dt);
     benchmark::RegisterBenchmark(name.c_str(), BM_Scale, dt)->Apply(sizesAndIsa);
+  }
+  for (ncclDataType_t dt : all) {
+    const std::string name = std::string("divide/") + atl::kernels::dtypeName(dt);
+    benchmark::RegisterBenchmark(name.c_str(), BM_Divide, dt)->Apply(sizesAndIsa);
   }
   benchmark::RegisterBenchmark("copy", BM_Copy)->Apply(sizes);
   benchmark::RegisterBenchmark("memcpy", BM_Memcpy)->Apply(sizes);

@@ -1,5 +1,7 @@
 #include "perf/common/collectives.h"
 
+#include <cstring>
+
 namespace atl::perf {
 namespace {
 
@@ -13,7 +15,33 @@ constexpr CollInfo kColls[] = {
     {Coll::SendRecv, "SendRecv", "sendrecv_perf", false, false},
     {Coll::Gather, "Gather", "gather_perf", false, true},
     {Coll::Scatter, "Scatter", "scatter_perf", false, true},
+    {Coll::HyperCube, "HyperCube", "hypercube_perf", false, false},
 };
+
+// Before the step over dimension k (mask = 1 << k) each rank holds the aligned run of `mask` blocks
+// that contains its own; it trades that run for its partner's, doubling what it holds. Each step
+// sends what the previous one received, so the steps are separate groups.
+ncclResult_t hyperCube(const void* send, void* recv, size_t count, ncclDataType_t type, int rank, int nranks,
+                       ncclComm_t comm) {
+  const size_t block = count * typeInfo(type).size;
+  std::byte* out = static_cast<std::byte*>(recv);
+  std::byte* own = out + static_cast<size_t>(rank) * block;
+  if (own != send) std::memcpy(own, send, block);  // host buffers; in place the block is already there
+  for (int mask = 1; mask < nranks; mask <<= 1) {
+    const size_t held = static_cast<size_t>(rank & ~(mask - 1));
+    const size_t wanted = held ^ static_cast<size_t>(mask);
+    const size_t n = count * static_cast<size_t>(mask);
+    ncclResult_t res = ncclGroupStart();
+    if (res != ncclSuccess) return res;
+    ncclResult_t sres = ncclSend(out + held * block, n, type, rank ^ mask, comm, nullptr);
+    ncclResult_t rres = ncclRecv(out + wanted * block, n, type, rank ^ mask, comm, nullptr);
+    res = ncclGroupEnd();
+    if (sres != ncclSuccess) return sres;
+    if (rres != ncclSuccess) return rres;
+    if (res != ncclSuccess) return res;
+  }
+  return ncclSuccess;
+}
 
 }  // namespace
 
@@ -27,6 +55,7 @@ Layout layoutFor(Coll coll, size_t bytes, size_t elemSize, int nranks, int rank)
   switch (coll) {
     case Coll::AllGather:
     case Coll::Gather:
+    case Coll::HyperCube:
       // Size is the gathered total; each rank contributes count / nranks.
       l.paramCount = l.sendCount = count / n;
       l.recvCount = l.sendCount * n;
@@ -47,6 +76,11 @@ Layout layoutFor(Coll coll, size_t bytes, size_t elemSize, int nranks, int rank)
       break;
   }
   return l;
+}
+
+double algBwFactor(Coll coll, int nranks) {
+  // nccl-tests' hypercube algbw is count * (n - 1) / time: a rank receives n - 1 of the n blocks.
+  return coll == Coll::HyperCube ? (nranks - 1.0) / nranks : 1.0;
 }
 
 double busBwFactor(Coll coll, int nranks) {
@@ -85,6 +119,8 @@ ncclResult_t issue(Coll coll, const void* send, void* recv, const Layout& l, ncc
       return ncclGather(send, recv, c, type, root, comm, nullptr);
     case Coll::Scatter:
       return ncclScatter(send, recv, c, type, root, comm, nullptr);
+    case Coll::HyperCube:
+      return hyperCube(send, recv, c, type, rank, nranks, comm);
     case Coll::SendRecv: {
       ncclResult_t res = ncclGroupStart();
       if (res != ncclSuccess) return res;
@@ -96,6 +132,19 @@ ncclResult_t issue(Coll coll, const void* send, void* recv, const Layout& l, ncc
     }
   }
   return ncclInvalidArgument;
+}
+
+std::string unsupportedReason(Coll coll, int nranks, int ranksPerThread, int aggIters) {
+  if (coll != Coll::HyperCube) return {};
+  if (nranks < 1 || (nranks & (nranks - 1)) != 0)
+    return "the hypercube needs a power-of-two number of ranks (rank r exchanges with r ^ 2^k), got " +
+           std::to_string(nranks);
+  // An enclosing group would merge every dimension's step into one batch, sending blocks before
+  // they have arrived.
+  if (ranksPerThread > 1)
+    return "-g " + std::to_string(ranksPerThread) + " is not supported (use -t or one process per rank)";
+  if (aggIters > 1) return "-m " + std::to_string(aggIters) + " is not supported";
+  return {};
 }
 
 size_t outputCount(Coll coll, const Layout& l, int rank, int root) {
@@ -119,6 +168,7 @@ double expectedOutput(Coll coll, const Pattern& p, const Layout& l, int rank, in
       return p.reduced(r * pc + j);
     case Coll::AllGather:
     case Coll::Gather:
+    case Coll::HyperCube:
       return p.input(static_cast<int>(j / pc), j % pc);
     case Coll::Broadcast:
       return p.input(root, j);

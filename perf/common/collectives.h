@@ -1,15 +1,28 @@
-// What distinguishes the nine perf tools: buffer layout per message size, how the collective is
+// What distinguishes the perf tools: buffer layout per message size, how the collective is
 // called, the bus-bandwidth factor, and which output element holds which input element.
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "nccl.h"
 #include "perf/common/values.h"
 
 namespace atl::perf {
 
-enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll, SendRecv, Gather, Scatter };
+/// HyperCube is nccl-tests' optional test: an all-gather made of log2(n) grouped send/recv steps.
+enum class Coll {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  Broadcast,
+  Reduce,
+  AlltoAll,
+  SendRecv,
+  Gather,
+  Scatter,
+  HyperCube
+};
 
 struct CollInfo {
   Coll coll;
@@ -33,9 +46,17 @@ struct Layout {
 
 /// Layout for a requested message of `bytes` (rounded down as nccl-tests does).
 Layout layoutFor(Coll coll, size_t bytes, size_t elemSize, int nranks, int rank);
+/// algbw = size / time * algBwFactor (1 except HyperCube, which counts only the bytes received);
+/// busbw = algbw * busBwFactor.
+double algBwFactor(Coll coll, int nranks);
 double busBwFactor(Coll coll, int nranks);
 
-/// One call of the collective (sendrecv: a grouped send to rank+1 and receive from rank-1).
+/// Why the job cannot run this collective with that many ranks, ranks per thread (-g) and
+/// aggregated iterations (-m); empty when it can.
+std::string unsupportedReason(Coll coll, int nranks, int ranksPerThread, int aggIters);
+
+/// One call of the collective (sendrecv: a grouped send to rank+1 and receive from rank-1;
+/// hypercube: one group per dimension).
 ncclResult_t issue(Coll coll, const void* send, void* recv, const Layout& layout, ncclDataType_t type, ncclRedOp_t op,
                    int root, int rank, int nranks, ncclComm_t comm);
 

@@ -76,17 +76,6 @@ double now(bool cpu) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::vector<size_t> messageSizes(const Options& o) {
-  std::vector<size_t> sizes;
-  for (size_t s = o.minBytes; s <= o.maxBytes;) {
-    sizes.push_back(s);
-    size_t next = o.stepFactor > 1 ? static_cast<size_t>(static_cast<double>(s) * o.stepFactor) : s + o.stepBytes;
-    if (next <= s) next = s + 1;
-    s = next;
-  }
-  return sizes;
-}
-
 // The ranks one thread drives: with -g > 1 every call is issued for all of them inside one group.
 class RankGroup {
  public:
@@ -283,12 +272,13 @@ Row RankGroup::measure(size_t bytes, ncclDataType_t type, ncclRedOp_t op, int ro
   row.type = type;
   row.op = job_.coll.reduces ? opName(op) : "none";
   row.root = job_.coll.rooted ? root : -1;
+  const double algFactor = algBwFactor(job_.coll.coll, job_.nranks);
   const double factor = busBwFactor(job_.coll.coll, job_.nranks);
   Measurement* sides[2] = {&row.outOfPlace, &row.inPlace};
   for (int p = 0; p < 2; ++p) {
     Measurement& m = *sides[p];
     m.timeUs = times[p];
-    m.algBw = times[p] > 0 ? static_cast<double>(row.bytes) / (times[p] * 1e3) : 0.0;
+    m.algBw = times[p] > 0 ? static_cast<double>(row.bytes) * algFactor / (times[p] * 1e3) : 0.0;
     m.busBw = m.algBw * factor;
     m.wrong = static_cast<int64_t>(wrongs[p]);
     if (m.wrong > 0) wrongSeen_ = true;
@@ -371,6 +361,12 @@ int toolMain(int argc, char** argv, Coll coll) {
   const int nranks = world.nprocs * perProc;
   if (info.rooted && options.root >= nranks) {
     std::fprintf(stderr, "%s: root %d is out of range for %d ranks\n", info.tool, options.root, nranks);
+    return kExitUsage;
+  }
+  const std::string unsupported = unsupportedReason(coll, nranks, options.ranksPerThread, options.aggIters);
+  if (!unsupported.empty()) {
+    std::fprintf(stderr, "%s: %s\n", info.tool, unsupported.c_str());
+    retireIdFile(world);
     return kExitUsage;
   }
   std::unique_ptr<Report> report;

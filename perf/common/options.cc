@@ -267,4 +267,15 @@ void printUsage(const char* prog, bool hasOp, bool hasRoot) {
                hasRoot ? "  -r,--root <rank>            root rank (default 0)\n" : "");
 }
 
+std::vector<size_t> messageSizes(const Options& o) {
+  std::vector<size_t> sizes;
+  for (size_t s = o.minBytes; s <= o.maxBytes;) {
+    sizes.push_back(s);
+    size_t next = o.stepFactor > 1 ? static_cast<size_t>(static_cast<double>(s) * o.stepFactor) : s + o.stepBytes;
+    if (next <= s) next = s + 1;
+    s = next;
+  }
+  return sizes;
+}
+
 }  // namespace atl::perf

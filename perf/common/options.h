@@ -42,6 +42,8 @@ enum class ParseOutcome { Run, Help, Error };
 /// Parses argv into *out. On Error the message is in *error; the caller prints usage and exits 2.
 ParseOutcome parseOptions(int argc, char** argv, Options* out, std::string* error);
 void printUsage(const char* prog, bool hasOp, bool hasRoot);
+/// The message sizes a sweep visits (-b, -e, -f or -i), shared by every tool so rows line up.
+std::vector<size_t> messageSizes(const Options& o);
 
 /// "8", "1K", "64M", "1G" (optionally with a trailing B); false on garbage or overflow.
 bool parseByteSize(const std::string& text, size_t* out);

@@ -28,8 +28,9 @@ ATOLL_PARAM(HostId, "NCCL_HOSTID", String, "",
 ATOLL_PARAM(ShmDisable, "NCCL_SHM_DISABLE", Bool, "0", "Disable the shared-memory transport (use sockets).")
 ATOLL_PARAM(Net, "NCCL_NET", String, "",
             "Network transport for peers on other hosts; only 'Socket' is available in this build.")
-ATOLL_PARAM(BuffSize, "NCCL_BUFFSIZE", Size, "4194304",
-            "Bytes of buffering per connection and direction (shared-memory ring, socket staging).")
+ATOLL_PARAM(BuffSize, "NCCL_BUFFSIZE", Size, "1048576",
+            "Bytes of buffering per connection and direction (shared-memory ring, socket staging). Smaller than "
+            "NCCL's 4 MiB: host rings stay cache-resident (perf/baselines: +25% shm busbw at 64 MiB).")
 
 // Algorithms and engine
 ATOLL_PARAM(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "Minimum number of channels (parallel rings).")
