@@ -23,7 +23,11 @@ const char* collName(Coll c) {
 const char* algoName(Algo a) {
   switch (a) {
     case Algo::Ring: return "ring";
-    case Algo::RecursiveDoubling: return "recursive_doubling";
+    case Algo::RecursiveDoubling: return "rd";
+    case Algo::Tree: return "tree";
+    case Algo::RecursiveHalvingDoubling: return "rhd";
+    case Algo::Direct: return "direct";
+    case Algo::Hierarchical: return "hierarchical";
   }
   return "?";
 }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,8 +63,20 @@ struct Schedule {
 /// Algorithm families a generator can be asked for. Callers choose (core/plan_builder.cc);
 /// buildSchedule falls back to the ring where the choice does not apply to the shape.
 enum class Algo : uint8_t {
-  Ring,               // bandwidth-optimal; 2(n-1) sequential hops for all-reduce
-  RecursiveDoubling,  // all-reduce for power-of-two n: log2(n) hops, whole buffer each hop
+  Ring,                      // bandwidth-optimal; 2(n-1) sequential hops for all-reduce
+  RecursiveDoubling,         // all-reduce for power-of-two n: log2(n) hops, whole buffer each hop
+  Tree,                      // double binary tree (NCCL-style), latency-bound sizes
+  RecursiveHalvingDoubling,  // Rabenseifner: reduce-scatter by halving, all-gather by doubling; any n
+  Direct,                    // one-shot: every rank exchanges its whole buffer with every peer (tiny sizes)
+  Hierarchical,              // inside islands, then across islands between equal local indices, then inside
+};
+inline constexpr int kNumAlgos = 6;
+
+/// Which island each rank belongs to (islands are derived by topology/). Shared, immutable, one per
+/// communicator; null in a CollSpec means a single island.
+struct IslandMap {
+  std::vector<int> islandOf;              // rank -> island index
+  std::vector<std::vector<int>> members;  // island index -> its ranks, ascending
 };
 const char* algoName(Algo a);
 
@@ -78,6 +91,7 @@ struct CollSpec {
   size_t chunkElems = 1;  // pipelining granularity (chain algorithms) and minimum per-channel share
   bool inPlace = false;   // send and receive buffers are the same memory (as NCCL defines in-place)
   Algo algo = Algo::Ring;
+  std::shared_ptr<const IslandMap> islands;  // null: one island
 };
 
 /// Appends a transfer step, dropping halves of zero length (both sides drop the same halves, since

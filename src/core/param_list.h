@@ -47,5 +47,26 @@ ATOLL_PARAM(TimeoutMs, "ATOLL_TIMEOUT_MS", Int, "300000",
 ATOLL_PARAM(SpinCount, "ATOLL_SPIN_COUNT", Int, "200",
             "Idle polls before the progress loop yields the CPU; keeps oversubscribed hosts responsive.")
 
+// Topology and fabric (topology/)
+ATOLL_PARAM(TopoFile, "NCCL_TOPO_FILE", String, "",
+            "Read this node's topology from an XML file instead of detecting it (same format as the dump).")
+ATOLL_PARAM(TopoDumpFile, "NCCL_TOPO_DUMP_FILE", String, "", "Write the detected node topology to this XML file at init.")
+ATOLL_PARAM(FabricFile, "ATOLL_FABRIC_FILE", String, "",
+            "Fabric description (which hosts share a leaf, island, Dragonfly+ group; bandwidth, latency and "
+            "oversubscription per level), shared by all ranks.")
+ATOLL_PARAM(IslandId, "ATOLL_ISLAND_ID", Int, "-1",
+            "This rank's island (ranks with equal ids share full bandwidth); -1 = from the fabric file or host.")
+ATOLL_PARAM(IslandSize, "ATOLL_ISLAND_SIZE", Int, "0",
+            "Consecutive ranks per island (emulates islands on one host); 0 = from ATOLL_ISLAND_ID, the fabric "
+            "file or the host.")
+
+// Algorithm selection (src/tuning/)
+ATOLL_PARAM(Algo, "NCCL_ALGO", String, "",
+            "Restrict algorithms, NCCL syntax: 'ring', '^tree', 'allreduce:tree,ring;broadcast:ring'. Names: ring, "
+            "tree, rhd, direct, hierarchical, rd (recursive doubling).")
+ATOLL_PARAM(Proto, "NCCL_PROTO", String, "", "Restrict protocols, NCCL syntax (LL, LL128, Simple; '^' excludes).")
+ATOLL_PARAM(TunerPlugin, "NCCL_TUNER_PLUGIN", String, "",
+            "Tuner plugin (NCCL ncclTunerPlugin v3+ ABI): a library path or name (libnccl-tuner-<name>.so).")
+
 // Devices
 ATOLL_PARAM(Device, "ATOLL_DEVICE", String, "auto", "Device backend: auto, host or cuda.")
