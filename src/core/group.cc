@@ -122,8 +122,11 @@ Status runOps(std::span<const OpDesc> ops) {
       // after an asynchronous error): abort or destroy it, or shrink it.
       comms[i]->links.table.shutdownAll();
     }
+    // Last touch of the communicator: once activeCalls drops, ncclCommAbort may free it.
+    comms[i]->plans.releaseAll();
     comms[i]->activeCalls.fetch_sub(1);
   }
+  comms.clear();  // so the release guard does not touch them again
   return result;
 }
 
