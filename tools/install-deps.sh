@@ -2,7 +2,7 @@
 # Installs the Debian packages Atoll builds and tests with (only those missing; needs root).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
-      iproute2 procps openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox)
+      iproute2 procps openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox libhwloc-dev hwloc)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

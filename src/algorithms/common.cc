@@ -74,6 +74,17 @@ void addCopy(Program& prog, Ref src, Ref dst, size_t count) {
   prog.steps.push_back(st);
 }
 
+void addLocalReduce(Program& prog, Ref a, Ref b, Ref dst, size_t count) {
+  if (count == 0) return;
+  Step st;
+  st.kind = StepKind::LocalReduce;
+  st.src = a;
+  st.acc = b;
+  st.dst = dst;
+  st.sendCount = count;
+  prog.steps.push_back(st);
+}
+
 namespace {
 std::string bufName(BufId b) {
   switch (b) {
@@ -94,6 +105,9 @@ std::string describe(const Schedule& s) {
       if (st.kind == StepKind::LocalCopy) {
         out << "copy " << st.sendCount << " " << bufName(st.src.buf) << "+" << st.src.offset << " -> "
             << bufName(st.dst.buf) << "+" << st.dst.offset;
+      } else if (st.kind == StepKind::LocalReduce) {
+        out << "reduce " << st.sendCount << " " << bufName(st.src.buf) << "+" << st.src.offset << " , "
+            << bufName(st.acc.buf) << "+" << st.acc.offset << " -> " << bufName(st.dst.buf) << "+" << st.dst.offset;
       } else {
         if (st.sendPeer >= 0)
           out << "send " << st.sendCount << " " << bufName(st.src.buf) << "+" << st.src.offset << " ->r" << st.sendPeer << " ";

@@ -79,8 +79,16 @@ Schedule directScatter(const CollSpec& s) {
 Schedule buildSchedule(const CollSpec& s) {
   switch (s.coll) {
     case Coll::AllReduce:
-      if (s.algo == Algo::RecursiveDoubling && std::has_single_bit(static_cast<unsigned>(s.nranks)))
-        return rdAllReduce(s);
+      switch (s.algo) {
+        case Algo::RecursiveDoubling:
+          if (std::has_single_bit(static_cast<unsigned>(s.nranks))) return rdAllReduce(s);
+          break;
+        case Algo::RecursiveHalvingDoubling: return rhdAllReduce(s);
+        case Algo::Direct: return directAllReduce(s);
+        case Algo::Tree: return treeAllReduce(s);
+        case Algo::Hierarchical: return hierAllReduce(s);
+        case Algo::Ring: break;
+      }
       return ringAllReduce(s);
     case Coll::AllGather: return ringAllGather(s);
     case Coll::ReduceScatter: return ringReduceScatter(s);

@@ -11,6 +11,10 @@ inline int ringPrev(const CollSpec& s) { return mod(s.rank - 1, s.nranks); }
 
 Schedule ringAllReduce(const CollSpec& s);
 Schedule rdAllReduce(const CollSpec& s);  // nranks must be a power of two
+Schedule rhdAllReduce(const CollSpec& s);
+Schedule directAllReduce(const CollSpec& s);
+Schedule treeAllReduce(const CollSpec& s);
+Schedule hierAllReduce(const CollSpec& s);  // ring without a usable island map
 Schedule ringAllGather(const CollSpec& s);
 Schedule ringReduceScatter(const CollSpec& s);
 Schedule chainBroadcast(const CollSpec& s);

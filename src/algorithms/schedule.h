@@ -34,6 +34,7 @@ inline Ref scratchAt(size_t off) { return {kScratchBuf, off}; }
 enum class StepKind : uint8_t {
   Transfer,   // send sendCount elements from src to sendPeer and/or receive recvCount from recvPeer into dst
   LocalCopy,  // copy sendCount elements from src to dst
+  LocalReduce,  // dst = src (op) acc over sendCount elements; lets a rank fix its own combine order
 };
 
 /// One unit of work. A Transfer's send and receive progress concurrently (a ring step sends to the
@@ -99,6 +100,7 @@ struct CollSpec {
 void addTransfer(Program& prog, int sendPeer, Ref src, size_t sendCount, int recvPeer, Ref dst, size_t recvCount,
                  bool reduce = false, Ref acc = {});
 void addCopy(Program& prog, Ref src, Ref dst, size_t count);
+void addLocalReduce(Program& prog, Ref a, Ref b, Ref dst, size_t count);
 
 /// Ring / chain / direct schedules for every collective (not SendRecv, see p2p.h).
 Schedule buildSchedule(const CollSpec& spec);

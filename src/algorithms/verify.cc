@@ -1,5 +1,6 @@
 #include "algorithms/verify.h"
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <unordered_map>
@@ -11,9 +12,22 @@ namespace {
 struct Value {
   uint64_t hash = 0;
   uint32_t count = 0;  // contributions; kUnset when never written
+  // The shape of the combination, commutative but not associative like float reduction: ranks
+  // whose trees differ would produce different bits.
+  uint64_t tree = 0;
   bool operator==(const Value& o) const { return hash == o.hash && count == o.count; }
 };
 constexpr uint32_t kUnset = 0xffffffffu;
+
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+Value combine(const Value& a, const Value& b) {
+  const uint64_t lo = std::min(a.tree, b.tree), hi = std::max(a.tree, b.tree);
+  return Value{a.hash + b.hash, a.count + b.count, mix(lo * 0x9e3779b97f4a7c15ull ^ mix(hi + 0x632be59bd9b4e019ull))};
+}
 
 size_t inputElems(const CollSpec& s) {
   switch (s.coll) {
@@ -55,8 +69,9 @@ class Simulator {
       st.recv.assign(outputElems(spec_), Value{0, kUnset});
       layoutInPlace(st, r);
       if (!st.sendInRecv) st.send.assign(inputElems(spec_), Value{});
-      for (size_t i = 0; i < inputElems(spec_); ++i) sendRef(st, i) = Value{weight(r, i), 1};
+      for (size_t i = 0; i < inputElems(spec_); ++i) sendRef(st, i) = Value{weight(r, i), 1, weight(r, i)};
       st.schedule = generate_(mine);
+      if (!checkDirections(r, st.schedule)) return result_;
       st.scratch.assign(st.schedule.scratchElems, Value{0, kUnset});
       st.pc.assign(st.schedule.programs.size(), 0);
       st.posted.assign(st.schedule.programs.size(), 0);
@@ -147,7 +162,56 @@ class Simulator {
     return buf->data() + base + ref.offset;
   }
 
+  /// The executor matches messages per connection, so two concurrent programs talking to the same
+  /// peer in the same direction on one channel would interleave unpredictably.
+  bool checkDirections(int r, const Schedule& sched) {
+    std::unordered_map<uint64_t, size_t> owner;
+    for (size_t p = 0; p < sched.programs.size(); ++p)
+      for (const Step& st : sched.programs[p].steps) {
+        if (st.kind != StepKind::Transfer) continue;
+        for (int dir = 0; dir < 2; ++dir) {
+          const int peer = dir == 0 ? st.sendPeer : st.recvPeer;
+          if (peer < 0) continue;
+          if (peer >= spec_.nranks || peer == r) {
+            fail("rank " + std::to_string(r) + " program " + std::to_string(p) + " talks to invalid peer " + std::to_string(peer));
+            return false;
+          }
+          const uint64_t k = key(sched.programs[p].channel, peer, dir);
+          auto [it, fresh] = owner.emplace(k, p);
+          if (!fresh && it->second != p) {
+            fail("rank " + std::to_string(r) + " programs " + std::to_string(it->second) + " and " + std::to_string(p) +
+                 " both " + (dir == 0 ? "send to" : "receive from") + " rank " + std::to_string(peer) + " on channel " +
+                 std::to_string(sched.programs[p].channel));
+            return false;
+          }
+        }
+      }
+    return true;
+  }
+
   bool tryStep(int r, int channel, const Step& st, char& posted) {
+    if (st.kind == StepKind::LocalReduce) {
+      const size_t n = st.sendCount;
+      Value* a = at(r, st.src, n);
+      Value* b = at(r, st.acc, n);
+      Value* dst = at(r, st.dst, n);
+      if (!a || !b || !dst) return false;
+      // The kernels allow dst to alias an operand exactly, never partially.
+      std::less<const Value*> before;
+      for (const Value* op : {a, b})
+        if (op != dst && before(op, dst + n) && before(dst, op + n)) {
+          fail("rank " + std::to_string(r) + " local reduce writes a partial overlap of its operand");
+          return false;
+        }
+      for (size_t i = 0; i < n; ++i) {
+        if (a[i].count == kUnset || b[i].count == kUnset) {
+          fail("rank " + std::to_string(r) + " reduces an element that was never written");
+          return false;
+        }
+        dst[i] = combine(a[i], b[i]);
+      }
+      return true;
+    }
     if (st.kind == StepKind::LocalCopy) {
       Value* src = at(r, st.src, st.sendCount);
       Value* dst = at(r, st.dst, st.sendCount);
@@ -199,7 +263,7 @@ class Simulator {
             fail("rank " + std::to_string(r) + " reduces an element that was never written");
             return false;
           }
-          dst[i] = Value{acc[i].hash + msg[i].hash, acc[i].count + msg[i].count};
+          dst[i] = combine(acc[i], msg[i]);
         }
       } else {
         std::copy(msg.begin(), msg.end(), dst);
@@ -221,15 +285,15 @@ class Simulator {
 
   /// A pseudo-random weight per (rank, element), computed rather than stored (splitmix64), so
   /// 4096 ranks with rank-sized inputs need no n^2 table.
-  static uint64_t weight(int r, size_t i) {
-    uint64_t z = (static_cast<uint64_t>(r) << 40) ^ i ^ 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return (z ^ (z >> 31)) | 1;
-  }
-  Value expectSum(size_t index) const {
-    Value v;
-    for (int r = 0; r < spec_.nranks; ++r) v.hash += weight(r, index), v.count++;
+  static uint64_t weight(int r, size_t i) { return mix((static_cast<uint64_t>(r) << 40) ^ i ^ 0x9e3779b97f4a7c15ull) | 1; }
+  /// Memoised: every rank checks the same sums, and recomputing them costs n per element.
+  Value expectSum(size_t index) {
+    if (sums_.empty()) sums_.assign(inputElems(spec_), Value{0, kUnset});
+    Value& v = sums_[index];
+    if (v.count == kUnset) {
+      v = Value{};
+      for (int r = 0; r < spec_.nranks; ++r) v.hash += weight(r, index), v.count++;
+    }
     return v;
   }
   Value expectFrom(int r, size_t index) const { return Value{weight(r, index), 1}; }
@@ -251,6 +315,14 @@ class Simulator {
       switch (spec_.coll) {
         case Coll::AllReduce:
           for (size_t i = 0; i < c && ok; ++i) ok = expectAt(i, expectSum(i));
+          // Bitwise identical results need the same combination tree everywhere, not just the
+          // same contributions.
+          for (size_t i = 0; i < c && ok && r > 0; ++i)
+            if (out(i).tree != ranks_[0].recv[i].tree) {
+              fail("AllReduce: rank " + std::to_string(r) + " output[" + std::to_string(i) +
+                   "] combines its contributions in a different order than rank 0 (results would differ bitwise)");
+              ok = false;
+            }
           break;
         case Coll::Reduce:
           if (r == spec_.root)
@@ -298,6 +370,7 @@ class Simulator {
   std::unordered_map<Key, std::deque<std::vector<Value>>> queues_;
   std::deque<int> work_;
   std::vector<int> woken_;
+  std::vector<Value> sums_;
   VerifyResult result_;
 };
 

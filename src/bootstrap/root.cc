@@ -160,7 +160,9 @@ class RootServer {
     int nMissing = 0;
     for (size_t r = 0; r < members_.size(); ++r) {
       if (members_[r].present) continue;
-      if (++nMissing <= 16) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+      if (++nMissing > 16) continue;
+      if (!missing.empty()) missing += ',';
+      missing += std::to_string(r);  // appended piecewise: GCC 12 -O3 flags `"," + std::string` (-Wrestrict)
     }
     if (nMissing > 16) missing += ",...";
     char msg[512];

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "bootstrap/bootstrap.h"
+#include "core/comm_topology.h"
 #include "core/plan_cache.h"
 #include "core/redop.h"
 #include "device/device.h"
@@ -45,6 +46,7 @@ struct ncclComm {
   std::unique_ptr<atl::bootstrap::Bootstrap> bootstrap;
   atl::CommLinks links;
   atl::RedOpTable redops;
+  atl::CommTopology topology;
   atl::PlanCache plans;  // used only by the thread issuing calls on this communicator
   const atl::device::Device* device = nullptr;
 };

@@ -27,7 +27,8 @@ Status connectPeers(ncclComm* comm) {
   int viaShm = 0, viaSocket = 0;
   for (int c = 0; c < links.nchannels; ++c) {
     std::set<int> peers;
-    if (c == 0) {
+    // Channels 0 and 1 link every pair: the double binary tree runs one tree on each.
+    if (c <= 1) {
       for (int p = 0; p < comm->nranks; ++p)
         if (p != comm->rank) peers.insert(p);
     } else if (comm->nranks > 1) {

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/comm_topology.h"
 #include "core/connect.h"
 #include "core/debug.h"
 #include "core/group.h"
@@ -74,8 +75,15 @@ Status initComm(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, co
   ATOLL_ASSIGN_OR_RETURN(comm->links.socket, transport::createSocketTransport(bindAddr, &me.dataAddr));
   comm->links.shm = transport::createShmTransport();
 
-  ATOLL_ASSIGN_OR_RETURN(comm->bootstrap,
-                         bootstrap::Bootstrap::create(id, rank, nranks, std::as_bytes(std::span(&me, 1)), &comm->abortFlag));
+  // What every rank publishes at the rendezvous: how to reach it, and where it runs.
+  struct Published {
+    transport::PeerInfo peer;
+    topo::RankDesc where;
+  } mine;
+  mine.peer = me;
+  mine.where = localPlacement();
+  ATOLL_ASSIGN_OR_RETURN(comm->bootstrap, bootstrap::Bootstrap::create(id, rank, nranks, std::as_bytes(std::span(&mine, 1)),
+                                                                       &comm->abortFlag));
 
   transport::Context& ctx = comm->links.context;
   ctx.rank = rank;
@@ -83,11 +91,16 @@ Status initComm(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, co
   ctx.commHash = comm->bootstrap->commHash();
   ctx.secret = comm->bootstrap->secret();
   ctx.peers.resize(static_cast<size_t>(nranks));
+  std::vector<topo::RankDesc> where(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
     std::span<const std::byte> blob = comm->bootstrap->peerInfo(r);
-    if (blob.size() != sizeof(transport::PeerInfo))
-      return ATOLL_ERROR(ncclInternalError, "rank %d published a peer description of %zu bytes", r, blob.size());
-    std::memcpy(&ctx.peers[static_cast<size_t>(r)], blob.data(), blob.size());
+    if (blob.size() != sizeof(Published))
+      return ATOLL_ERROR(ncclInternalError, "rank %d published a peer description of %zu bytes (another build?)", r,
+                         blob.size());
+    Published theirs;
+    std::memcpy(&theirs, blob.data(), blob.size());
+    ctx.peers[static_cast<size_t>(r)] = theirs.peer;
+    where[static_cast<size_t>(r)] = theirs.where;
   }
   ctx.bufferBytes = static_cast<size_t>(std::max<int64_t>(64 << 10, params::getInt(params::Id::BuffSize))) / 8 * 8;
   ctx.timeoutMs = static_cast<int>(params::getInt(params::Id::BootstrapTimeoutMs));
@@ -96,6 +109,7 @@ Status initComm(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, co
   ATOLL_CHECK(comm->links.socket->attach(ctx));
   comm->links.nchannels = channelCount();
   ATOLL_CHECK(connectPeers(comm));
+  ATOLL_CHECK(buildCommTopology(comm, where));
   ATOLL_INFO(log::kInit, "comm %p rank %d nranks %d device %s interface %s ready", (void*)comm, rank, nranks,
              comm->device->name(), ifname.c_str());
   return Status::Ok();

@@ -51,11 +51,9 @@ PlanKey collectiveKey(const OpDesc& op) {
   spec.nchannels = comm->links.nchannels;
   spec.chunkElems = std::max<size_t>(1, static_cast<size_t>(params::getInt(params::Id::ChunkBytes)) / esz);
   spec.inPlace = isInPlace(op, comm->rank, esz) && !isPreMulSum(op);
-  // Small all-reduces are latency-bound: log2(n) hops beat the ring's 2(n-1) (buildSchedule keeps
-  // the ring where n is not a power of two).
-  if (op.coll == algo::Coll::AllReduce &&
-      op.count * esz <= static_cast<uint64_t>(params::getInt(params::Id::RdMaxBytes)))
-    spec.algo = algo::Algo::RecursiveDoubling;
+  spec.islands = comm->topology.islands;
+  // The algorithm is not part of the key: it follows from the rest, and choosing it (the cost
+  // model) is left to plan-cache misses (buildCollectivePlan).
   return key;
 }
 
@@ -75,12 +73,22 @@ Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op, cons
   plan->elemSize = esz;
   plan->buffers = {nullptr, nullptr, nullptr};
   bindBuffers(*plan, op);
+  algo::CollSpec spec = key.spec;
+  if (comm->topology.selector) {
+    // The selector's bytes: what moves per rank (the whole output for all-gather, the whole input
+    // for reduce-scatter).
+    size_t bytes = op.count * esz;
+    if (op.coll == algo::Coll::AllGather || op.coll == algo::Coll::ReduceScatter)
+      bytes *= static_cast<size_t>(comm->nranks);
+    tuning::Choice choice = comm->topology.selector->choose(op.coll, bytes);
+    spec.algo = choice.algo;
+    spec.nchannels = std::clamp(choice.nchannels, 1, comm->links.nchannels);
+  }
   char what[160];
   snprintf(what, sizeof(what), "%s(count %zu, %s%s%s) on rank %d/%d", algo::collName(op.coll), op.count,
            kernels::dtypeName(op.dtype), op.coll == algo::Coll::AllReduce ? ", " : "",
-           op.coll == algo::Coll::AllReduce ? algo::algoName(key.spec.algo) : "", comm->rank, comm->nranks);
+           op.coll == algo::Coll::AllReduce ? algo::algoName(spec.algo) : "", comm->rank, comm->nranks);
   plan->what = what;
-  algo::CollSpec spec = key.spec;
 
   const bool reduces = op.coll == algo::Coll::AllReduce || op.coll == algo::Coll::Reduce ||
                        op.coll == algo::Coll::ReduceScatter;

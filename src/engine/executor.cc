@@ -125,6 +125,12 @@ class PlanRun {
       *stepDone = true;
       return Status::Ok();
     }
+    if (st.kind == algo::StepKind::LocalReduce) {
+      kernels::reduce(plan_->dtype, plan_->op, at(st.dst), at(st.src), at(st.acc), st.sendCount);
+      *moved = true;
+      *stepDone = true;
+      return Status::Ok();
+    }
     // Alternate bounded slices of sending and receiving: the peer starts consuming a slice while
     // the next is written (a whole-ring memcpy would serialise writer and reader), and the slice
     // being reduced is still in cache from the peer's write.

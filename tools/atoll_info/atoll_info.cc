@@ -1,12 +1,18 @@
 // atoll-info: prints the library's parameters (environment variables) with their current values,
-// or renders docs/ENV.md from the same registry so the document cannot drift from the code.
+// or renders docs/ENV.md from the same registry so the document cannot drift from the code; with
+// --topology, the detected node topology and the islands a local job would get.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/params.h"
 #include "nccl.h"
 #include "perf/common/tool_env.h"
+#include "topology/detect.h"
+#include "topology/islands.h"
+#include "topology/summary.h"
 
 #ifndef ATOLL_VERSION_STRING
 #define ATOLL_VERSION_STRING "unknown"
@@ -79,24 +85,61 @@ void printMarkdown() {
   }
 }
 
+// The islands ATOLL_ISLAND_SIZE / ATOLL_ISLAND_ID / ATOLL_FABRIC_FILE give `nranks` ranks on this
+// host, each with this process's environment (as atollrun would start them).
+int printTopology(int nranks) {
+  namespace topo = atl::topo;
+  topo::DetectInfo info;
+  auto graph = topo::localTopology(&info);
+  if (!graph.ok()) {
+    std::fprintf(stderr, "atoll-info: topology: %s\n", atl::lastErrorMessage().c_str());
+    return 1;
+  }
+  std::printf("%s", topo::summarize(*graph, &info).c_str());
+  if (!topo::haveHwloc()) std::printf("  (built without hwloc: /sys and /proc fallback)\n");
+  std::printf("%s", topo::pathMatrix(*graph).c_str());
+  const topo::RankDesc self = topo::localRankDesc(&*graph);
+  std::vector<topo::RankDesc> ranks(static_cast<size_t>(nranks), self);
+  auto comm = topo::commPlacement(ranks);
+  if (!comm.ok()) {
+    std::fprintf(stderr, "atoll-info: islands: %s\n", atl::lastErrorMessage().c_str());
+    return 1;
+  }
+  std::printf("%s", topo::describeIslands(*comm->islands, comm->rule, comm->levels).c_str());
+  return 0;
+}
+
 void usage() {
   std::fprintf(stderr,
-               "usage: atoll-info [--params [--markdown]] [--version]\n"
+               "usage: atoll-info [--params [--markdown]] [--topology [--nranks N]] [--version]\n"
                "  --params             every environment parameter: type, default, current value, source\n"
                "  --params --markdown  the same registry as docs/ENV.md\n"
+               "  --topology           detected node topology, path classes, and the islands of\n"
+               "                       --nranks N local ranks (default 8) under ATOLL_ISLAND_SIZE/ID/FABRIC_FILE\n"
                "  --version            library and API version\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool wantParams = false, markdown = false, version = false;
+  bool wantParams = false, markdown = false, version = false, topology = false;
+  int nranks = 8;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--params") == 0)
       wantParams = true;
     else if (std::strcmp(argv[i], "--markdown") == 0)
       markdown = true;
-    else if (std::strcmp(argv[i], "--version") == 0)
+    else if (std::strcmp(argv[i], "--topology") == 0)
+      topology = true;
+    else if (std::strcmp(argv[i], "--nranks") == 0 && i + 1 < argc) {
+      char* end = nullptr;
+      const long v = std::strtol(argv[++i], &end, 10);
+      if (!end || *end || v < 1 || v > 1 << 20) {
+        std::fprintf(stderr, "atoll-info: --nranks wants a positive integer, got %s\n", argv[i]);
+        return 2;
+      }
+      nranks = static_cast<int>(v);
+    } else if (std::strcmp(argv[i], "--version") == 0)
       version = true;
     else if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0)
       return usage(), 0;
@@ -110,12 +153,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "atoll-info: --markdown goes with --params\n");
     return 2;
   }
-  if (!wantParams && !version) version = true;
+  if (!wantParams && !version && !topology) version = true;
   if (version) {
     int code = 0;
     ncclGetVersion(&code);
     std::printf("Atoll %s (NCCL API %d.%d.%d)\n", ATOLL_VERSION_STRING, code / 10000, code / 100 % 100, code % 100);
   }
   if (wantParams) markdown ? printMarkdown() : printParams();
+  if (topology) return printTopology(nranks);
   return 0;
 }

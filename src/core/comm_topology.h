@@ -1,0 +1,28 @@
+// What a communicator knows about where its ranks run: the islands (topology/) and the algorithm
+// selector built on them (tuning/). Computed once at init from descriptors every rank exchanged, so
+// every rank derives the same islands and makes the same choices.
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "algorithms/schedule.h"
+#include "core/status.h"
+#include "topology/islands.h"
+#include "tuning/selector.h"
+
+struct ncclComm;
+
+namespace atl {
+
+struct CommTopology {
+  std::shared_ptr<const algo::IslandMap> islands;  // null: one island
+  std::unique_ptr<tuning::Selector> selector;
+};
+
+/// This rank's descriptor for the exchange at init (detection runs once per process).
+topo::RankDesc localPlacement();
+/// Builds islands and selector from every rank's descriptor (indexed by rank).
+Status buildCommTopology(ncclComm* comm, std::span<const topo::RankDesc> ranks);
+
+}  // namespace atl

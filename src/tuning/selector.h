@@ -1,0 +1,68 @@
+// Algorithm selection for one communicator: the cost model's estimate per algorithm, restricted by
+// NCCL_ALGO and by what applies to the shape, re-priced by an NCCL tuner plugin when one is loaded,
+// and the cheapest wins. On one island, ATOLL_RD_MAX_BYTES keeps recursive doubling for small
+// power-of-two all-reduces, as before the model existed (0 lets the model decide there too); with
+// several islands the model always decides. A plugin that re-prices ring or tree overrides that rule.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "algorithms/schedule.h"
+#include "core/status.h"
+#include "tuning/algo_env.h"
+#include "tuning/cost_model.h"
+
+namespace atl::tuning {
+
+/// The fabric numbers the model needs; topology/ fills them, the defaults are this host's shm and TCP.
+struct FabricParams {
+  LinkParams intra = kShmLink;     // inside an island
+  LinkParams inter = kSocketLink;  // between islands
+  double stepOverheadUs = kDefaultStepOverheadUs;
+};
+
+struct Choice {
+  algo::Algo algo = algo::Algo::Ring;
+  int nchannels = 1;
+  double estUs = 0;  // the winner's cost (the plugin's figure when the plugin priced it)
+};
+
+/// Below this many bytes per channel, splitting a message costs more per-step overhead than it saves.
+inline constexpr size_t kMinBytesPerChannel = size_t{128} << 10;
+
+class Selector {
+ public:
+  /// `islands` may be null (one island); `maxChannels` is what the communicator connected
+  /// (NCCL_MIN/MAX_NCHANNELS already applied). Reads NCCL_ALGO, NCCL_PROTO and NCCL_TUNER_PLUGIN now.
+  static Result<Selector> create(int nranks, const algo::IslandMap* islands, const FabricParams& fabric,
+                                 int maxChannels);
+  Selector(Selector&&) noexcept;
+  Selector& operator=(Selector&&) noexcept;
+  ~Selector();
+
+  /// Cheap (a few dozen flops, plus the plugin's call if any); logs the table under
+  /// NCCL_DEBUG_SUBSYS=TUNING once per collective and power-of-two size class.
+  Choice choose(algo::Coll c, size_t bytes) const;
+
+  /// Every algorithm's estimate, why it is out if it is, and the choice: one line each.
+  std::string table(algo::Coll c, size_t bytes) const;
+  /// One line per power-of-two size in [minBytes, maxBytes]: estimates and the choice (crossovers).
+  std::string sweep(algo::Coll c, size_t minBytes, size_t maxBytes) const;
+
+  const SelectInput& input() const { return base_; }
+  bool hasPlugin() const;
+
+ private:
+  struct Shared;
+  struct Evaluation;
+  Selector() = default;
+  Evaluation evaluate(algo::Coll c, size_t bytes) const;
+
+  SelectInput base_;
+  AlgoFilter filter_;
+  std::unique_ptr<Shared> shared_;  // plugin and log-once state, behind a mutex: choose() is const
+};
+
+}  // namespace atl::tuning

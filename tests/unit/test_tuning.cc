@@ -1,0 +1,408 @@
+// Algorithm selection: NCCL_ALGO/NCCL_PROTO parsing, the cost model's choices on synthetic island
+// layouts, environment overrides, the TUNING table, and the NCCL tuner plugin ABI.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/debug.h"
+#include "core/params.h"
+#include "tuning/algo_env.h"
+#include "tuning/selector.h"
+#include "tuning/tuner_plugin.h"
+
+namespace atl::tuning {
+namespace {
+
+using algo::Algo;
+using algo::Coll;
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = getenv(name)) old_ = old, hadOld_ = true;
+    setenv(name, value, 1);
+    params::reloadForTesting();
+  }
+  ~ScopedEnv() {
+    if (hadOld_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+    params::reloadForTesting();
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool hadOld_ = false;
+};
+
+constexpr uint32_t bit(Algo a) { return 1u << static_cast<int>(a); }
+uint32_t mask(const AlgoFilter& f, Coll c) { return f.allowed[static_cast<int>(c)]; }
+
+// ---- NCCL_ALGO / NCCL_PROTO ------------------------------------------------------------------
+
+TEST(AlgoSpec, EmptyAllowsEverything) {
+  Parsed<AlgoFilter> p = parseAlgoSpec("");
+  EXPECT_TRUE(p.valid);
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_EQ(mask(p.filter, Coll::AllReduce), AlgoFilter::kAll);
+}
+
+TEST(AlgoSpec, ListIsCaseInsensitive) {
+  Parsed<AlgoFilter> p = parseAlgoSpec("Ring, TREE");
+  ASSERT_TRUE(p.valid);
+  EXPECT_TRUE(p.warnings.empty());
+  for (int c = 0; c < kNumColls; ++c) EXPECT_EQ(p.filter.allowed[c], bit(Algo::Ring) | bit(Algo::Tree));
+}
+
+TEST(AlgoSpec, CaretExcludes) {
+  Parsed<AlgoFilter> p = parseAlgoSpec("^tree,rd");
+  ASSERT_TRUE(p.valid);
+  EXPECT_EQ(mask(p.filter, Coll::AllReduce), AlgoFilter::kAll & ~(bit(Algo::Tree) | bit(Algo::RecursiveDoubling)));
+  EXPECT_TRUE(p.filter.allows(Coll::Broadcast, Algo::Ring));
+}
+
+TEST(AlgoSpec, PerCollectiveSections) {
+  Parsed<AlgoFilter> p = parseAlgoSpec("allreduce:tree,ring;broadcast:ring;reducescatter:^rhd;sendrecv:ring");
+  ASSERT_TRUE(p.valid);
+  EXPECT_EQ(mask(p.filter, Coll::AllReduce), bit(Algo::Tree) | bit(Algo::Ring));
+  EXPECT_EQ(mask(p.filter, Coll::Broadcast), bit(Algo::Ring));
+  EXPECT_EQ(mask(p.filter, Coll::ReduceScatter), AlgoFilter::kAll & ~bit(Algo::RecursiveHalvingDoubling));
+  EXPECT_EQ(mask(p.filter, Coll::Reduce), AlgoFilter::kAll);  // not named: untouched
+  EXPECT_EQ(mask(p.filter, Coll::AllGather), AlgoFilter::kAll);
+}
+
+TEST(AlgoSpec, OurNames) {
+  Parsed<AlgoFilter> p = parseAlgoSpec("allreduce:rd,rhd,direct,hierarchical");
+  ASSERT_TRUE(p.valid);
+  EXPECT_EQ(mask(p.filter, Coll::AllReduce), bit(Algo::RecursiveDoubling) | bit(Algo::RecursiveHalvingDoubling) |
+                                                 bit(Algo::Direct) | bit(Algo::Hierarchical));
+}
+
+TEST(AlgoSpec, NcclOnlyNamesWarnAndAreIgnored) {
+  Parsed<AlgoFilter> p = parseAlgoSpec("ring,NVLS,CollnetDirect");
+  ASSERT_TRUE(p.valid);
+  EXPECT_EQ(p.warnings.size(), 2u);
+  EXPECT_EQ(mask(p.filter, Coll::AllReduce), bit(Algo::Ring));
+  // Only unavailable names: nothing would be left to run, so the section is dropped.
+  Parsed<AlgoFilter> q = parseAlgoSpec("PAT");
+  EXPECT_TRUE(q.valid);
+  EXPECT_EQ(mask(q.filter, Coll::AllReduce), AlgoFilter::kAll);
+  EXPECT_EQ(q.warnings.size(), 2u);
+}
+
+TEST(AlgoSpec, InvalidWarnsOnceAndIsIgnored) {
+  for (const char* bad : {"bogus", "ring,,tree", "allreduc:ring", "allreduce:", "ring;broadcast:foo"}) {
+    Parsed<AlgoFilter> p = parseAlgoSpec(bad);
+    EXPECT_FALSE(p.valid) << bad;
+    ASSERT_EQ(p.warnings.size(), 1u) << bad;
+    EXPECT_NE(p.warnings[0].find("ring, tree, rd, rhd, direct, hierarchical"), std::string::npos) << p.warnings[0];
+    EXPECT_EQ(mask(p.filter, Coll::AllReduce), AlgoFilter::kAll) << bad;
+  }
+}
+
+TEST(AlgoSpec, ExcludingEverythingKeepsDefaults) {
+  Parsed<AlgoFilter> p = parseAlgoSpec("allreduce:^ring,rd,tree,rhd,direct,hierarchical");
+  EXPECT_TRUE(p.valid);
+  EXPECT_EQ(p.warnings.size(), 1u);
+  EXPECT_EQ(mask(p.filter, Coll::AllReduce), AlgoFilter::kAll);
+}
+
+TEST(ProtoSpec, SimpleAlwaysStays) {
+  Parsed<ProtoFilter> p = parseProtoSpec("LL");
+  EXPECT_TRUE(p.valid);
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("Simple"), std::string::npos);
+  EXPECT_TRUE(p.filter.allows(Coll::AllReduce, Proto::Simple));
+  EXPECT_TRUE(p.filter.allows(Coll::AllReduce, Proto::LL));
+  EXPECT_FALSE(p.filter.allows(Coll::AllReduce, Proto::LL128));
+
+  Parsed<ProtoFilter> q = parseProtoSpec("^ll128");
+  EXPECT_TRUE(q.warnings.empty());
+  EXPECT_FALSE(q.filter.allows(Coll::Broadcast, Proto::LL128));
+  EXPECT_TRUE(parseProtoSpec("allreduce:simple;broadcast:LL,Simple").warnings.empty());
+  EXPECT_EQ(parseProtoSpec("^simple").warnings.size(), 1u);
+}
+
+TEST(ProtoSpec, Invalid) {
+  Parsed<ProtoFilter> p = parseProtoSpec("fast");
+  EXPECT_FALSE(p.valid);
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("LL, LL128, Simple"), std::string::npos);
+}
+
+TEST(AlgoEnv, ReadsAndIgnoresInvalid) {
+  {
+    ScopedEnv e("NCCL_ALGO", "allreduce:tree");
+    EXPECT_EQ(mask(envAlgoFilter(), Coll::AllReduce), bit(Algo::Tree));
+  }
+  {
+    ScopedEnv e("NCCL_ALGO", "not-an-algo");
+    EXPECT_EQ(mask(envAlgoFilter(), Coll::AllReduce), AlgoFilter::kAll);
+  }
+  EXPECT_EQ(mask(envAlgoFilter(), Coll::AllReduce), AlgoFilter::kAll);
+}
+
+// ---- the selector on synthetic clusters --------------------------------------------------------
+
+algo::IslandMap islands(int count, int size) {
+  algo::IslandMap m;
+  m.members.resize(count);
+  for (int r = 0; r < count * size; ++r) {
+    m.islandOf.push_back(r / size);
+    m.members[r / size].push_back(r);
+  }
+  return m;
+}
+
+// Islands on shm, joined by links 10x thinner (and socket latency).
+FabricParams thinInterIsland() {
+  FabricParams f;
+  f.intra = kShmLink;
+  f.inter = {kShmLink.bwGBs / 10, kSocketLink.latUs};
+  return f;
+}
+
+Selector makeSelector(int count, int size, int maxChannels = 2) {
+  algo::IslandMap m = islands(count, size);
+  Result<Selector> s = Selector::create(count * size, count > 1 ? &m : nullptr, thinInterIsland(), maxChannels);
+  EXPECT_TRUE(s.ok());
+  return std::move(s).value();
+}
+
+constexpr size_t kSmall = 8;
+constexpr size_t kLarge = size_t{64} << 20;
+
+bool latencyAlgo(Algo a) { return a == Algo::RecursiveDoubling || a == Algo::Tree || a == Algo::Direct; }
+
+TEST(Selector, TwoIslandsSmallAndLarge) {
+  Selector s = makeSelector(2, 8);
+  EXPECT_EQ(s.input().nIslands, 2);
+  EXPECT_EQ(s.input().maxIslandSize, 8);
+  Choice small = s.choose(Coll::AllReduce, kSmall);
+  EXPECT_TRUE(latencyAlgo(small.algo)) << algo::algoName(small.algo);
+  EXPECT_EQ(small.nchannels, 1);
+  Choice large = s.choose(Coll::AllReduce, kLarge);
+  EXPECT_EQ(large.algo, Algo::Hierarchical) << s.table(Coll::AllReduce, kLarge);
+  EXPECT_EQ(large.nchannels, 2);
+  EXPECT_GT(large.estUs, small.estUs);
+}
+
+TEST(Selector, SixtyFourIslands) {
+  Selector s = makeSelector(64, 8);
+  EXPECT_TRUE(latencyAlgo(s.choose(Coll::AllReduce, kSmall).algo)) << s.table(Coll::AllReduce, kSmall);
+  EXPECT_EQ(s.choose(Coll::AllReduce, kLarge).algo, Algo::Hierarchical) << s.table(Coll::AllReduce, kLarge);
+}
+
+TEST(Selector, ModelDecidesSmallSizesWithoutTheRdRule) {
+  ScopedEnv e("ATOLL_RD_MAX_BYTES", "0");
+  for (auto [count, size] : {std::pair{2, 8}, std::pair{64, 8}}) {
+    Selector s = makeSelector(count, size);
+    Choice c = s.choose(Coll::AllReduce, kSmall);
+    EXPECT_TRUE(latencyAlgo(c.algo)) << s.table(Coll::AllReduce, kSmall);
+    EXPECT_EQ(s.choose(Coll::AllReduce, kLarge).algo, Algo::Hierarchical);
+  }
+}
+
+TEST(Selector, OneIslandKeepsTodaysChoices) {
+  Selector s = makeSelector(1, 8);
+  EXPECT_EQ(s.choose(Coll::AllReduce, kSmall).algo, Algo::RecursiveDoubling);  // ATOLL_RD_MAX_BYTES
+  EXPECT_EQ(s.choose(Coll::AllReduce, kLarge).algo, Algo::Ring) << s.table(Coll::AllReduce, kLarge);
+  Selector two = makeSelector(1, 2);
+  EXPECT_EQ(two.choose(Coll::AllReduce, kSmall).algo, Algo::RecursiveDoubling);
+}
+
+TEST(Selector, RdOnlyForPowersOfTwo) {
+  Selector s = makeSelector(2, 3);
+  Choice c = s.choose(Coll::AllReduce, kSmall);
+  EXPECT_NE(c.algo, Algo::RecursiveDoubling);
+  const std::string t = s.table(Coll::AllReduce, kSmall);
+  const size_t line = t.find("\n  rd ");
+  ASSERT_NE(line, std::string::npos) << t;
+  EXPECT_EQ(t.substr(line, t.find('\n', line + 1) - line).find("n/a") != std::string::npos, true) << t;
+}
+
+TEST(Selector, OtherCollectivesUseTheRing) {
+  Selector s = makeSelector(2, 8);
+  for (Coll c : {Coll::Broadcast, Coll::Reduce, Coll::AllGather, Coll::ReduceScatter, Coll::AlltoAll}) {
+    EXPECT_EQ(s.choose(c, kSmall).algo, Algo::Ring);
+    EXPECT_EQ(s.choose(c, kLarge).algo, Algo::Ring);
+    EXPECT_GT(s.choose(c, kLarge).estUs, 0);
+  }
+}
+
+TEST(Selector, SingleRank) {
+  Result<Selector> s = Selector::create(1, nullptr, FabricParams(), 2);
+  ASSERT_TRUE(s.ok());
+  Choice c = s->choose(Coll::AllReduce, kLarge);
+  EXPECT_EQ(c.algo, Algo::Ring);
+  EXPECT_EQ(c.estUs, 0);
+  EXPECT_FALSE(Selector::create(0, nullptr, FabricParams(), 2).ok());
+}
+
+TEST(Selector, EnvOverridesWin) {
+  {
+    ScopedEnv e("NCCL_ALGO", "ring");
+    EXPECT_EQ(makeSelector(2, 8).choose(Coll::AllReduce, kSmall).algo, Algo::Ring);
+  }
+  {
+    ScopedEnv e("NCCL_ALGO", "allreduce:tree");
+    EXPECT_EQ(makeSelector(2, 8).choose(Coll::AllReduce, kLarge).algo, Algo::Tree);
+  }
+  {
+    ScopedEnv e("NCCL_ALGO", "^hierarchical,rd");
+    Selector s = makeSelector(2, 8);
+    EXPECT_NE(s.choose(Coll::AllReduce, kLarge).algo, Algo::Hierarchical);
+    EXPECT_NE(s.choose(Coll::AllReduce, kSmall).algo, Algo::RecursiveDoubling);
+    EXPECT_NE(s.table(Coll::AllReduce, kLarge).find("excluded by NCCL_ALGO"), std::string::npos);
+  }
+  {
+    // Nothing applicable is left (hierarchical needs islands): fall back to the ring.
+    ScopedEnv e("NCCL_ALGO", "hierarchical");
+    Selector s = makeSelector(1, 4);
+    EXPECT_EQ(s.choose(Coll::AllReduce, kLarge).algo, Algo::Ring);
+    EXPECT_NE(s.table(Coll::AllReduce, kLarge).find("fallback"), std::string::npos);
+  }
+}
+
+TEST(Selector, TableListsEveryAlgorithm) {
+  Selector s = makeSelector(2, 8);
+  for (size_t bytes : {kSmall, kLarge}) {
+    const std::string t = s.table(Coll::AllReduce, bytes);
+    for (int i = 0; i < algo::kNumAlgos; ++i)
+      EXPECT_NE(t.find(algo::algoName(static_cast<Algo>(i))), std::string::npos) << t;
+    EXPECT_NE(t.find("<- chosen"), std::string::npos) << t;
+  }
+  const std::string sweep = s.sweep(Coll::AllReduce, 8, kLarge);
+  for (int i = 0; i < algo::kNumAlgos; ++i)
+    EXPECT_NE(sweep.find(algo::algoName(static_cast<Algo>(i))), std::string::npos) << sweep;
+  EXPECT_NE(sweep.find("hierarchical/2"), std::string::npos) << sweep;
+  EXPECT_EQ(std::count(sweep.begin(), sweep.end(), '\n'), 1 + 24);  // header + 8 B .. 64 MiB
+}
+
+TEST(Selector, LogsOncePerSizeClass) {
+  char path[] = "/tmp/atoll-tuning-log-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  {
+    ScopedEnv debug("NCCL_DEBUG", "INFO");
+    ScopedEnv subsys("NCCL_DEBUG_SUBSYS", "TUNING");
+    ScopedEnv file("NCCL_DEBUG_FILE", path);
+    log::reset();
+    Selector s = makeSelector(2, 8);
+    for (int i = 0; i < 3; ++i) (void)s.choose(Coll::AllReduce, 1000);
+    (void)s.choose(Coll::AllReduce, 1024);  // same power-of-two class as 1000
+    (void)s.choose(Coll::AllReduce, kLarge);
+    (void)s.choose(Coll::Broadcast, kLarge);
+  }
+  log::reset();
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  unlink(path);
+  const std::string log = text.str();
+  size_t tables = 0;
+  for (size_t at = log.find("Tuning "); at != std::string::npos; at = log.find("Tuning ", at + 1)) ++tables;
+  EXPECT_EQ(tables, 3u) << log;
+  EXPECT_NE(log.find("NCCL INFO   hierarchical"), std::string::npos) << log;
+}
+
+// ---- tuner plugin ------------------------------------------------------------------------------
+
+const std::string kPluginDir = ATOLL_TEST_TUNER_DIR;
+
+int pluginLive(void* handle) {
+  auto live = reinterpret_cast<int (*)()>(dlsym(handle, "atollTestTunerLive"));
+  return live ? live() : -1;
+}
+
+TEST(TunerPlugin, V4ByPathOverridesTheModel) {
+  const std::string lib = kPluginDir + "/libnccl-tuner-atolltest-v4.so";
+  ScopedEnv e("NCCL_TUNER_PLUGIN", lib.c_str());
+  void* handle = dlopen(lib.c_str(), RTLD_NOW);  // keeps the counter alive after the selector closes it
+  ASSERT_NE(handle, nullptr) << dlerror();
+  {
+    Selector s = makeSelector(2, 8);
+    ASSERT_TRUE(s.hasPlugin());
+    EXPECT_EQ(pluginLive(handle), 1);
+    for (size_t bytes : {kSmall, kLarge}) {
+      Choice c = s.choose(Coll::AllReduce, bytes);
+      EXPECT_EQ(c.algo, Algo::Ring) << s.table(Coll::AllReduce, bytes);
+      EXPECT_EQ(c.nchannels, 1);
+      EXPECT_EQ(c.estUs, 0);
+    }
+    EXPECT_NE(s.table(Coll::AllReduce, kLarge).find("tuner plugin"), std::string::npos);
+    // The test plugin leaves other collectives alone: our channel choice stands.
+    EXPECT_EQ(s.choose(Coll::Broadcast, kLarge).nchannels, 2);
+  }
+  EXPECT_EQ(pluginLive(handle), 0);  // destroy ran
+  dlclose(handle);
+}
+
+TEST(TunerPlugin, V3ByPath) {
+  const std::string lib = kPluginDir + "/libnccl-tuner-atolltest-v3.so";
+  ScopedEnv e("NCCL_TUNER_PLUGIN", lib.c_str());
+  Selector s = makeSelector(64, 8);
+  ASSERT_TRUE(s.hasPlugin());
+  EXPECT_EQ(s.choose(Coll::AllReduce, kLarge).algo, Algo::Ring);
+}
+
+// A name goes through dlopen's search path (LD_LIBRARY_PATH and the like), as in NCCL; a test
+// cannot rely on that path (sanitizer runtimes intercept dlopen), so only the names are checked.
+TEST(TunerPlugin, NameResolution) {
+  EXPECT_EQ(TunerPlugin::candidates("foo"), (std::vector<std::string>{"libnccl-tuner-foo.so", "foo"}));
+  EXPECT_EQ(TunerPlugin::candidates("/opt/x/libtuner.so"), (std::vector<std::string>{"/opt/x/libtuner.so"}));
+}
+
+TEST(TunerPlugin, NcclAlgoStillRestrictsThePlugin) {
+  const std::string lib = kPluginDir + "/libnccl-tuner-atolltest-v4.so";
+  ScopedEnv e("NCCL_TUNER_PLUGIN", lib.c_str());
+  ScopedEnv a("NCCL_ALGO", "^ring");
+  Selector s = makeSelector(2, 8);
+  EXPECT_NE(s.choose(Coll::AllReduce, kLarge).algo, Algo::Ring);
+}
+
+TEST(TunerPlugin, ConcurrentChoose) {
+  const std::string lib = kPluginDir + "/libnccl-tuner-atolltest-v4.so";
+  ScopedEnv e("NCCL_TUNER_PLUGIN", lib.c_str());
+  Selector s = makeSelector(2, 8);
+  std::vector<std::thread> threads;
+  std::atomic<int> rings{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) rings += s.choose(Coll::AllReduce, size_t{8} << (i % 20)).algo == Algo::Ring;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(rings.load(), 800);
+}
+
+TEST(TunerPlugin, MissingOnlyWarns) {
+  for (const char* spec : {"/nonexistent/libnccl-tuner-x.so", "no-such-tuner"}) {
+    ScopedEnv e("NCCL_TUNER_PLUGIN", spec);
+    Selector s = makeSelector(2, 8);
+    EXPECT_FALSE(s.hasPlugin());
+    EXPECT_EQ(s.choose(Coll::AllReduce, kLarge).algo, Algo::Hierarchical);
+  }
+}
+
+TEST(TunerPlugin, LibraryWithoutTheSymbolOnlyWarns) {
+  // Any shared object without ncclTunerPlugin_v3/v4: the v4 test plugin's sibling symbols are not
+  // enough, so use libc itself.
+  ScopedEnv e("NCCL_TUNER_PLUGIN", "libc.so.6");
+  Selector s = makeSelector(2, 8);
+  EXPECT_FALSE(s.hasPlugin());
+}
+
+}  // namespace
+}  // namespace atl::tuning
