@@ -119,6 +119,7 @@ class Sweep {
       clean(count);
       const int p = place == Place::InPlace ? 1 : 0;
       peer_.prepare(place, send_.get(), recv_.get(), count);
+      if (o_.warmupIters > 0) peer_.allreduce();  // as perf/common/driver.cc: first call per shape untimed
       times[p] = timeIt(o_.iters);
       if (o_.check) {
         wrongs[p] = static_cast<double>(verify(place, count));
