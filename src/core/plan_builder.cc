@@ -15,11 +15,11 @@ size_t reductionInputCount(const OpDesc& op, int nranks) {
   return op.coll == algo::Coll::ReduceScatter ? op.count * static_cast<size_t>(nranks) : op.count;
 }
 
-bool isPreMulSum(const OpDesc& op) {
-  const bool reduces = op.coll == algo::Coll::AllReduce || op.coll == algo::Coll::Reduce ||
-                       op.coll == algo::Coll::ReduceScatter;
-  return reduces && static_cast<int>(op.op) >= ncclNumOps;
+bool reduces(algo::Coll c) {
+  return c == algo::Coll::AllReduce || c == algo::Coll::Reduce || c == algo::Coll::ReduceScatter;
 }
+
+bool isPreMulSum(const OpDesc& op) { return reduces(op.coll) && static_cast<int>(op.op) >= ncclNumOps; }
 
 bool isInPlace(const OpDesc& op, int rank, size_t esz) {
   auto send = static_cast<const std::byte*>(op.sendbuff);
@@ -90,9 +90,7 @@ Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op, cons
            op.coll == algo::Coll::AllReduce ? algo::algoName(spec.algo) : "", comm->rank, comm->nranks);
   plan->what = what;
 
-  const bool reduces = op.coll == algo::Coll::AllReduce || op.coll == algo::Coll::Reduce ||
-                       op.coll == algo::Coll::ReduceScatter;
-  if (reduces) {
+  if (reduces(op.coll)) {
     switch (op.op) {
       case ncclProd: plan->op = kernels::RedOp::Prod; break;
       case ncclMax: plan->op = kernels::RedOp::Max; break;

@@ -59,30 +59,34 @@ Result<size_t> SocketConnection::send(const void* data, size_t n) {
   }
 }
 
+Result<size_t> SocketConnection::recvSome(void* dst, size_t n) {
+  for (;;) {
+    ssize_t rc = ::recv(fd_.get(), dst, n, MSG_DONTWAIT);
+    if (rc > 0) return static_cast<size_t>(rc);
+    if (rc == 0) {
+      closedErr_ = -1;
+      return size_t{0};
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return size_t{0};
+    int err = errno;
+    if (err == ECONNRESET || err == ETIMEDOUT || err == ENOTCONN || err == EPIPE) {
+      closedErr_ = err;
+      return size_t{0};
+    }
+    return ATOLL_ERROR(ncclSystemError, "socket: rank %d: recv from rank %d (%s) channel %d failed: %s", rank_, peer_,
+                       peerAddr_.c_str(), channel_, std::strerror(err));
+  }
+}
+
 Status SocketConnection::fill() {
   // Read until the socket is drained or the ring is full; at most two contiguous pieces per pass.
   while (closedErr_ == 0 && head_ - tail_ < cap_) {
     const uint64_t off = head_ % cap_;
     const size_t room = static_cast<size_t>(std::min(cap_ - off, cap_ - (head_ - tail_)));
-    ssize_t rc = ::recv(fd_.get(), ring_.get() + off, room, MSG_DONTWAIT);
-    if (rc > 0) {
-      head_ += static_cast<uint64_t>(rc);
-      if (static_cast<size_t>(rc) < room) break;  // drained for now
-      continue;
-    }
-    if (rc == 0) {
-      closedErr_ = -1;
-      break;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-    int err = errno;
-    if (err == ECONNRESET || err == ETIMEDOUT || err == ENOTCONN || err == EPIPE) {
-      closedErr_ = err;
-      break;
-    }
-    return ATOLL_ERROR(ncclSystemError, "socket: rank %d: recv from rank %d (%s) channel %d failed: %s", rank_, peer_,
-                       peerAddr_.c_str(), channel_, std::strerror(err));
+    ATOLL_ASSIGN_OR_RETURN(size_t got, recvSome(ring_.get() + off, room));
+    head_ += got;
+    if (got < room) break;  // drained for now, or the peer is gone
   }
   return Status::Ok();
 }
@@ -111,26 +115,11 @@ Result<size_t> SocketConnection::receiveInto(void* dst, size_t n) {
     got += take;
   }
   while (got < n && closedErr_ == 0) {
-    ssize_t rc = ::recv(fd_.get(), out + got, n - got, MSG_DONTWAIT);
-    if (rc > 0) {
-      got += static_cast<size_t>(rc);
-      head_ += static_cast<uint64_t>(rc);
-      tail_ += static_cast<uint64_t>(rc);
-      continue;
-    }
-    if (rc == 0) {
-      closedErr_ = -1;
-      break;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-    int err = errno;
-    if (err == ECONNRESET || err == ETIMEDOUT || err == ENOTCONN || err == EPIPE) {
-      closedErr_ = err;
-      break;
-    }
-    return ATOLL_ERROR(ncclSystemError, "socket: rank %d: recv from rank %d (%s) channel %d failed: %s", rank_, peer_,
-                       peerAddr_.c_str(), channel_, std::strerror(err));
+    ATOLL_ASSIGN_OR_RETURN(size_t k, recvSome(out + got, n - got));
+    if (k == 0) break;
+    got += k;
+    head_ += k;
+    tail_ += k;
   }
   if (got == 0 && closedErr_ != 0) return lost("receiving from", closedErr_);
   return got;

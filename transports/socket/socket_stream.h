@@ -40,6 +40,9 @@ class SocketConnection final : public Connection {
 
  private:
   Status fill();
+  /// One non-blocking recv (EINTR retried): bytes read, or 0 when nothing is there or the peer is
+  /// gone (then closedErr_ is set); other failures are errors.
+  Result<size_t> recvSome(void* dst, size_t n);
   Status lost(const char* what, int err);
 
   net::Fd fd_;
