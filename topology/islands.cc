@@ -33,7 +33,10 @@ void setHostName(RankDesc* d, const std::string& name) {
 RankDesc localRankDesc(const Graph* local) {
   RankDesc d;
   d.hostHash = hostHash();
-  setHostName(&d, hostName());
+  // An overridden host identity (emulated hosts, containers sharing a kernel) is also the name the
+  // fabric file knows the host by.
+  const std::string& forced = params::getString(params::Id::HostId);
+  setHostName(&d, forced.empty() ? hostName() : forced);
   d.islandId = static_cast<int32_t>(params::getInt(params::Id::IslandId));
   d.islandSize = static_cast<int32_t>(params::getInt(params::Id::IslandSize));
   if (local) {
@@ -206,6 +209,7 @@ Result<CommPlacement> commPlacement(std::span<const RankDesc> ranks) {
   CommPlacement out;
   ATOLL_ASSIGN_OR_RETURN(IslandMap map, buildIslandMap(ranks, f, &out.rule));
   out.levels = fabricLevels(ranks, map, f);
+  out.fromFabricFile = f != nullptr;
   ATOLL_INFO(log::kGraph, "%zu ranks in %zu islands (by %s); intra %.2f GB/s %.2f us, inter %.2f GB/s %.2f us",
              ranks.size(), map.members.size(), islandRuleName(out.rule), out.levels.intraBwGBs, out.levels.intraLatUs,
              out.levels.interBwGBs, out.levels.interLatUs);

@@ -57,6 +57,7 @@ struct CommPlacement {
   std::shared_ptr<const IslandMap> islands;
   IslandRule rule = IslandRule::Host;
   FabricLevels levels;
+  bool fromFabricFile = false;  // ATOLL_FABRIC_FILE gave the levels (else defaults and NIC speeds)
 };
 Result<CommPlacement> commPlacement(std::span<const RankDesc> ranks);
 

@@ -94,7 +94,7 @@ std::string pathMatrix(const Graph& g) {
   return out;
 }
 
-std::string describeIslands(const IslandMap& map, IslandRule rule, const FabricLevels& levels) {
+std::string describeIslands(const IslandMap& map, IslandRule rule, const FabricLevels* fromFabricFile) {
   std::string out;
   add(&out, "Islands: %zu for %zu ranks (by %s)\n", map.members.size(), map.islandOf.size(), islandRuleName(rule));
   for (size_t i = 0; i < map.members.size(); ++i) {
@@ -102,8 +102,11 @@ std::string describeIslands(const IslandMap& map, IslandRule rule, const FabricL
     for (int r : map.members[i]) add(&out, " %d", r);
     out += "\n";
   }
-  add(&out, "Cost model: intra-island %.2f GB/s %.2f us, inter-island %.2f GB/s %.2f us\n", levels.intraBwGBs,
-      levels.intraLatUs, levels.interBwGBs, levels.interLatUs);
+  // Only a fabric file's numbers reach the cost model; otherwise it prices the transports.
+  if (fromFabricFile != nullptr)
+    add(&out, "Fabric file levels: intra-island %.2f GB/s %.2f us, inter-island %.2f GB/s %.2f us\n",
+        fromFabricFile->intraBwGBs, fromFabricFile->intraLatUs, fromFabricFile->interBwGBs,
+        fromFabricFile->interLatUs);
   return out;
 }
 

@@ -13,7 +13,7 @@ namespace atl::topo {
 std::string summarize(const Graph& g, const DetectInfo* info = nullptr);
 /// Path class, bottleneck GB/s and latency between every pair of GPUs, NICs and CPUs.
 std::string pathMatrix(const Graph& g);
-/// Islands and the cost-model figures.
-std::string describeIslands(const IslandMap& map, IslandRule rule, const FabricLevels& levels);
+/// Islands, and the fabric file's level figures when one was given (null: none).
+std::string describeIslands(const IslandMap& map, IslandRule rule, const FabricLevels* fromFabricFile);
 
 }  // namespace atl::topo

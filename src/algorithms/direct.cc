@@ -90,10 +90,10 @@ Schedule buildSchedule(const CollSpec& s) {
         case Algo::Ring: break;
       }
       return ringAllReduce(s);
-    case Coll::AllGather: return ringAllGather(s);
-    case Coll::ReduceScatter: return ringReduceScatter(s);
-    case Coll::Broadcast: return chainBroadcast(s);
-    case Coll::Reduce: return chainReduce(s);
+    case Coll::AllGather: return s.algo == Algo::Hierarchical ? hierAllGather(s) : ringAllGather(s);
+    case Coll::ReduceScatter: return s.algo == Algo::Hierarchical ? hierReduceScatter(s) : ringReduceScatter(s);
+    case Coll::Broadcast: return s.algo == Algo::Hierarchical ? hierBroadcast(s) : chainBroadcast(s);
+    case Coll::Reduce: return s.algo == Algo::Hierarchical ? hierReduce(s) : chainReduce(s);
     case Coll::AlltoAll: return directAlltoAll(s);
     case Coll::Gather: return directGather(s);
     case Coll::Scatter: return directScatter(s);

@@ -15,6 +15,7 @@
 #include <bit>
 #include <vector>
 
+#include "algorithms/hier_groups.h"
 #include "algorithms/ring.h"
 
 namespace atl::algo {
@@ -72,30 +73,17 @@ void groupAllReduce(Schedule& out, Program& prog, const std::vector<int>& group,
   groupAllGather(prog, group, q, blk);
 }
 
-bool usable(const CollSpec& s) {
-  const IslandMap* m = s.islands.get();
-  if (m == nullptr || m->members.size() < 2 || m->islandOf.size() != static_cast<size_t>(s.nranks)) return false;
-  size_t total = 0;
-  for (const auto& mem : m->members) {
-    if (mem.empty()) return false;
-    total += mem.size();
-  }
-  return total == static_cast<size_t>(s.nranks);
-}
-
 }  // namespace
 
 Schedule hierAllReduce(const CollSpec& s) {
-  if (!usable(s)) return ringAllReduce(s);
+  if (!usableIslands(s)) return ringAllReduce(s);
   Schedule out;
   if (s.count == 0) return out;
   const IslandMap& m = *s.islands;
   const int p = s.rank;
-  const std::vector<int>& mine = m.members[static_cast<size_t>(m.islandOf[static_cast<size_t>(p)])];
-  size_t smallest = mine.size();
-  for (const auto& mem : m.members) smallest = std::min(smallest, mem.size());
-  const int L = static_cast<int>(smallest), size = static_cast<int>(mine.size());
-  const int local = static_cast<int>(std::lower_bound(mine.begin(), mine.end(), p) - mine.begin());
+  const IslandPlace place = placeOf(m, p);
+  const std::vector<int>& mine = m.members[static_cast<size_t>(place.island)];
+  const int L = place.smallest, size = static_cast<int>(mine.size()), local = place.local;
   Program prog;
   prog.channel = 0;
   if (local >= L) {
@@ -119,14 +107,8 @@ Schedule hierAllReduce(const CollSpec& s) {
   } else {
     groupReduceScatter(prog, ring, local, whole, input);
   }
-  std::vector<int> across;
-  int at = 0;
-  for (size_t i = 0; i < m.members.size(); ++i) {
-    if (static_cast<int>(i) == m.islandOf[static_cast<size_t>(p)]) at = static_cast<int>(i);
-    across.push_back(m.members[i][static_cast<size_t>(local)]);
-  }
   Span blk = evenSplit(s.count, L, mod(local + 1, L));
-  groupAllReduce(out, prog, across, at, blk, std::max<size_t>(1, s.chunkElems));
+  groupAllReduce(out, prog, crossGroup(m, local), place.island, blk, std::max<size_t>(1, s.chunkElems));
   if (L > 1) groupAllGather(prog, ring, local, whole);
   for (int e : extras) addTransfer(prog, e, recvAt(0), s.count, -1, {}, 0);
   out.programs.push_back(std::move(prog));

@@ -19,6 +19,11 @@ Schedule ringAllGather(const CollSpec& s);
 Schedule ringReduceScatter(const CollSpec& s);
 Schedule chainBroadcast(const CollSpec& s);
 Schedule chainReduce(const CollSpec& s);
+// Hierarchical variants (hier_*.cc); each is its ring/chain counterpart without a usable island map.
+Schedule hierAllGather(const CollSpec& s);
+Schedule hierReduceScatter(const CollSpec& s);
+Schedule hierBroadcast(const CollSpec& s);
+Schedule hierReduce(const CollSpec& s);
 Schedule directAlltoAll(const CollSpec& s);
 Schedule directGather(const CollSpec& s);
 Schedule directScatter(const CollSpec& s);

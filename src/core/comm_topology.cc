@@ -5,6 +5,11 @@
 #include "core/params.h"
 #include "topology/detect.h"
 
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <vector>
+
 namespace atl {
 
 topo::RankDesc localPlacement() {
@@ -16,37 +21,75 @@ topo::RankDesc localPlacement() {
     return topo::localRankDesc(g.ok() ? &*g : nullptr);
   }();
   topo::RankDesc d = desc;
-  // Island parameters are per rank (threads may differ), so they are read again each time.
+  // Island and host-identity parameters are per rank (threads may differ), so they are read again.
   topo::RankDesc fresh = topo::localRankDesc(nullptr);
   d.islandId = fresh.islandId;
   d.islandSize = fresh.islandSize;
   d.hostHash = fresh.hostHash;
+  std::memcpy(d.hostName, fresh.hostName, sizeof d.hostName);
   return d;
+}
+
+LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPlacement& placement) {
+  // The model prices each level by the transport its links really use: shared memory between
+  // ranks of one host unless shm is off, TCP otherwise. Islands emulated on one host
+  // (ATOLL_ISLAND_SIZE) are therefore joined by shm, as they are in fact.
+  const bool shm = !params::getBool(params::Id::ShmDisable);
+  auto oneHost = [&](const std::vector<int>& members) {
+    for (int r : members)
+      if (ranks[static_cast<size_t>(r)].hostHash != ranks[static_cast<size_t>(members[0])].hostHash) return false;
+    return true;
+  };
+  LinkChoice c;
+  c.intraShm = shm;
+  std::vector<int> everyone;
+  if (placement.islands) {
+    for (const std::vector<int>& members : placement.islands->members) {
+      c.intraShm = c.intraShm && oneHost(members);
+      everyone.insert(everyone.end(), members.begin(), members.end());
+    }
+  }
+  const bool singleHost = !everyone.empty() && oneHost(everyone);
+  c.interShm = shm && singleHost;
+  c.fabric = tuning::FabricParams::defaults();
+  c.fabric.intra = c.intraShm ? c.fabric.model.shm : c.fabric.model.socket;
+  c.fabric.inter = c.interShm ? c.fabric.model.shm : c.fabric.model.socket;
+  // Between hosts, a host's ranks share its NICs (sockets use whichever the route picks; virtual
+  // interfaces count as one). Loopback on one host has no uplink to share.
+  if (!singleHost) {
+    std::map<uint64_t, int> perHost;
+    int nics = 1 << 30;
+    for (const topo::RankDesc& d : ranks) {
+      ++perHost[d.hostHash];
+      nics = std::min(nics, std::max(1, static_cast<int>(d.nics)));
+    }
+    int most = 1;
+    for (const auto& [host, count] : perHost) most = std::max(most, count);
+    c.fabric.interSharers = std::max(1.0, static_cast<double>(most) / nics);
+  }
+  // A fabric file states what links between islands really are (also for islands emulated on one
+  // host with ATOLL_ISLAND_SIZE, which is how a big fabric's costs are tried out locally).
+  if (placement.fromFabricFile) {
+    c.fabric.inter = tuning::LinkParams{placement.levels.interBwGBs, placement.levels.interLatUs};
+    c.interFromFabric = true;
+  }
+  return c;
 }
 
 Status buildCommTopology(ncclComm* comm, std::span<const topo::RankDesc> ranks) {
   ATOLL_ASSIGN_OR_RETURN(topo::CommPlacement placement, topo::commPlacement(ranks));
   const std::shared_ptr<const algo::IslandMap>& islands = placement.islands;
   const size_t nIslands = islands ? islands->members.size() : 1;
-  // Inside an island ranks share a host (shared memory) unless shm is off or the island spans hosts.
-  bool intraShm = !params::getBool(params::Id::ShmDisable);
-  if (islands) {
-    for (const std::vector<int>& members : islands->members)
-      for (int r : members)
-        intraShm = intraShm && ranks[static_cast<size_t>(r)].hostHash == ranks[static_cast<size_t>(members[0])].hostHash;
-  }
-  tuning::FabricParams fabric;
-  fabric.intra = intraShm ? tuning::kShmLink : tuning::kSocketLink;
-  // A fabric file states what links between islands really are; without one, TCP between islands.
-  if (placement.rule == topo::IslandRule::Fabric)
-    fabric.inter = tuning::LinkParams{placement.levels.interBwGBs, placement.levels.interLatUs};
+  const LinkChoice links = chooseLinks(ranks, placement);
+  const tuning::FabricParams& fabric = links.fabric;
   ATOLL_ASSIGN_OR_RETURN(tuning::Selector selector,
                          tuning::Selector::create(comm->nranks, nIslands > 1 ? islands.get() : nullptr, fabric,
                                                   comm->links.nchannels));
   comm->topology.islands = nIslands > 1 ? islands : nullptr;
   comm->topology.selector = std::make_unique<tuning::Selector>(std::move(selector));
-  ATOLL_INFO(log::kInit, "comm %p rank %d: %zu island(s) by %s rule, intra-island links %s", (void*)comm, comm->rank,
-             nIslands, topo::islandRuleName(placement.rule), intraShm ? "shm" : "socket");
+  ATOLL_INFO(log::kInit, "comm %p rank %d: %zu island(s) by %s rule, links inside islands %s, between %s",
+             (void*)comm, comm->rank, nIslands, topo::islandRuleName(placement.rule), links.intraShm ? "shm" : "socket",
+             links.interFromFabric ? "from the fabric file" : links.interShm ? "shm" : "socket");
   return Status::Ok();
 }
 

@@ -20,6 +20,17 @@ struct CommTopology {
   std::unique_ptr<tuning::Selector> selector;
 };
 
+/// Which transport the cost model assumes at each level, and the numbers it prices them with.
+struct LinkChoice {
+  tuning::FabricParams fabric;
+  bool intraShm = false;   // links inside islands are shared memory (else sockets)
+  bool interShm = false;   // links between islands are shared memory (islands emulated on one host)
+  bool interFromFabric = false;  // the fabric file gave the numbers between islands
+};
+/// Decided from every rank's descriptor, the islands, and NCCL_SHM_DISABLE; what the connections
+/// made by core/connect.cc will actually be.
+LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPlacement& placement);
+
 /// This rank's descriptor for the exchange at init (detection runs once per process).
 topo::RankDesc localPlacement();
 /// Builds islands and selector from every rank's descriptor (indexed by rank).

@@ -10,6 +10,11 @@ ATOLL_PARAM(DebugSubsys, "NCCL_DEBUG_SUBSYS", String, "INIT,BOOTSTRAP,ENV",
 ATOLL_PARAM(DebugFile, "NCCL_DEBUG_FILE", String, "",
             "Write logs to this file instead of stdout; %h is replaced by the host name, %p by the pid.")
 
+// Configuration
+ATOLL_PARAM(ConfFile, "NCCL_CONF_FILE", String, "",
+            "Read NAME=VALUE lines from this file instead of ~/.nccl.conf; /etc/nccl.conf is read after it. "
+            "The environment wins over both, the user file over the system one.")
+
 // Bootstrap
 ATOLL_PARAM(CommId, "NCCL_COMM_ID", String, "",
             "host:port of the bootstrap root. When set, rank 0 serves the rendezvous there and every rank may "
@@ -22,7 +27,8 @@ ATOLL_PARAM(SocketIfname, "NCCL_SOCKET_IFNAME", String, "",
 ATOLL_PARAM(BootstrapTimeoutMs, "ATOLL_BOOTSTRAP_TIMEOUT_MS", Int, "120000",
             "Deadline for the rendezvous and every bootstrap exchange at init.")
 ATOLL_PARAM(HostId, "NCCL_HOSTID", String, "",
-            "Override the host identity used to decide which peers share a host (and so shared memory).")
+            "Override the host identity used to decide which peers share a host (and so shared memory); also the "
+            "host name looked up in ATOLL_FABRIC_FILE.")
 
 // Transports
 ATOLL_PARAM(ShmDisable, "NCCL_SHM_DISABLE", Bool, "0", "Disable the shared-memory transport (use sockets).")
@@ -67,6 +73,27 @@ ATOLL_PARAM(Algo, "NCCL_ALGO", String, "",
 ATOLL_PARAM(Proto, "NCCL_PROTO", String, "", "Restrict protocols, NCCL syntax (LL, LL128, Simple; '^' excludes).")
 ATOLL_PARAM(TunerPlugin, "NCCL_TUNER_PLUGIN", String, "",
             "Tuner plugin (NCCL ncclTunerPlugin v3+ ABI): a library path or name (libnccl-tuner-<name>.so).")
+
+// Cost model (src/tuning/cost_model.h). Defaults: the median of three runs of
+// `atoll-calibrate --np 4 --max 16M --iters 20` (each the best of 3) on the 2-core development host,
+// where 4 ranks oversubscribe the cores (hence microseconds per step). Run it on the target machine
+// and name its output in NCCL_CONF_FILE to replace them (docs/TOPOLOGY.md).
+ATOLL_PARAM(ModelShmBwMBs, "ATOLL_MODEL_SHM_BW_MBS", Int, "4248",
+            "Cost model: ring bus bandwidth over shared memory, MB/s.")
+ATOLL_PARAM(ModelShmLatNs, "ATOLL_MODEL_SHM_LAT_NS", Int, "0",
+            "Cost model: one shared-memory hop's latency beyond the per-step overhead, ns.")
+ATOLL_PARAM(ModelSocketBwMBs, "ATOLL_MODEL_SOCKET_BW_MBS", Int, "788",
+            "Cost model: ring bus bandwidth over TCP sockets, MB/s.")
+ATOLL_PARAM(ModelSocketLatNs, "ATOLL_MODEL_SOCKET_LAT_NS", Int, "63817",
+            "Cost model: one socket hop's latency beyond the per-step overhead, ns.")
+ATOLL_PARAM(ModelStepNs, "ATOLL_MODEL_STEP_NS", Int, "3632",
+            "Cost model: software overhead of one schedule step (paid per hop, and per peer by one-shot), ns.")
+ATOLL_PARAM(ModelTreeBwPct, "ATOLL_MODEL_TREE_BW_PCT", Int, "97",
+            "Cost model: double binary tree's bandwidth term relative to the ring's, percent.")
+ATOLL_PARAM(ModelRhdBwPct, "ATOLL_MODEL_RHD_BW_PCT", Int, "102",
+            "Cost model: recursive halving-doubling's bandwidth term relative to the ring's, percent.")
+ATOLL_PARAM(ModelRdBwPct, "ATOLL_MODEL_RD_BW_PCT", Int, "106",
+            "Cost model: recursive doubling's bandwidth term relative to a full-buffer hop, percent.")
 
 // Devices
 ATOLL_PARAM(Device, "ATOLL_DEVICE", String, "auto", "Device backend: auto, host or cuda.")

@@ -1,10 +1,13 @@
 #include "core/params.h"
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "core/debug.h"
@@ -77,18 +80,71 @@ class Cache {
       Value& v = values_[static_cast<size_t>(d.id)];
       v.text = d.defaultValue;
       parseTyped(d.type, v.text, &v.number);
+    }
+    // NCCL's order: the user's file (NCCL_CONF_FILE, else ~/.nccl.conf), then /etc/nccl.conf; the
+    // first file to name a parameter wins, and the environment wins over every file.
+    const char* conf = std::getenv(def(Id::ConfFile).name);
+    const char* home = std::getenv("HOME");
+    if (conf != nullptr && conf[0] != '\0')
+      loadFile(conf, /*mustExist=*/true);
+    else if (home != nullptr && home[0] != '\0')
+      loadFile(std::string(home) + "/.nccl.conf", false);
+    loadFile("/etc/nccl.conf", false);
+    for (const Def& d : kDefs) {
       const char* env = std::getenv(d.name);
-      if (env == nullptr) continue;
-      int64_t parsed = 0;
-      if (!parseTyped(d.type, env, &parsed)) {
-        // Logging reads params too, so this warning goes straight to stderr.
-        std::fprintf(stderr, "NCCL WARN Ignoring invalid value '%s' for %s; using default '%s'\n", env, d.name,
-                     d.defaultValue);
+      if (env != nullptr) set(d, env, Source::Env, "the environment", 0);
+    }
+  }
+
+  /// Applies one setting unless a file already did; bad values warn and keep what was there.
+  void set(const Def& d, const std::string& text, Source from, const std::string& where, int line) {
+    Value& v = values_[static_cast<size_t>(d.id)];
+    if (from == Source::Config && v.source == Source::Config) return;
+    int64_t parsed = 0;
+    if (!parseTyped(d.type, text, &parsed)) {
+      // Logging reads params too, so this warning goes straight to stderr.
+      if (line > 0)
+        std::fprintf(stderr, "NCCL WARN Ignoring invalid value '%s' for %s at %s:%d\n", text.c_str(), d.name,
+                     where.c_str(), line);
+      else
+        std::fprintf(stderr, "NCCL WARN Ignoring invalid value '%s' for %s; using %s '%s'\n", text.c_str(), d.name,
+                     v.source == Source::Config ? "the configured" : "default", v.text.c_str());
+      return;
+    }
+    v.text = text;
+    v.number = parsed;
+    v.source = from;
+  }
+
+  void loadFile(const std::string& path, bool mustExist) {
+    std::ifstream in(path);
+    if (!in) {
+      if (mustExist) std::fprintf(stderr, "NCCL WARN Cannot read NCCL_CONF_FILE '%s'\n", path.c_str());
+      return;
+    }
+    std::string raw;
+    int line = 0;
+    while (std::getline(in, raw)) {
+      ++line;
+      std::string_view t(raw);
+      if (size_t hash = t.find('#'); hash != std::string_view::npos) t = t.substr(0, hash);
+      auto trim = [](std::string_view x) {
+        while (!x.empty() && std::isspace(static_cast<unsigned char>(x.front()))) x.remove_prefix(1);
+        while (!x.empty() && std::isspace(static_cast<unsigned char>(x.back()))) x.remove_suffix(1);
+        return x;
+      };
+      t = trim(t);
+      if (t.empty()) continue;
+      const size_t eq = t.find('=');
+      if (eq == std::string_view::npos) {
+        std::fprintf(stderr, "NCCL WARN Ignoring line %d of %s: expected NAME=VALUE\n", line, path.c_str());
         continue;
       }
-      v.text = env;
-      v.number = parsed;
-      v.source = Source::Env;
+      const std::string_view name = trim(t.substr(0, eq));
+      const std::string_view value = trim(t.substr(eq + 1));
+      // Unknown names are skipped quietly: a site file may configure NVIDIA NCCL features we lack.
+      for (const Def& d : kDefs)
+        if (name == d.name && d.id != Id::ConfFile) set(d, std::string(value), Source::Config, path, line);
     }
   }
 

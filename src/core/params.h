@@ -1,5 +1,6 @@
 // Typed, cached access to environment parameters. Every variable is declared once in param_list.h;
-// values are read from the environment on first use and then cached for the process lifetime.
+// values are read from the configuration files and the environment on first use and then cached
+// for the process lifetime.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 namespace atl::params {
 
 enum class Type { Int, Bool, String, Size };
-enum class Source { Default, Env };
+enum class Source { Default, Config, Env };  // Config: NCCL_CONF_FILE, ~/.nccl.conf, /etc/nccl.conf
 
 enum class Id : int {
 #define ATOLL_PARAM(id, name, type, def, doc) id,

@@ -85,9 +85,10 @@ Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op, cons
     spec.nchannels = std::clamp(choice.nchannels, 1, comm->links.nchannels);
   }
   char what[160];
+  const bool named = tuning::hasHierarchical(op.coll);  // collectives with a choice of algorithm
   snprintf(what, sizeof(what), "%s(count %zu, %s%s%s) on rank %d/%d", algo::collName(op.coll), op.count,
-           kernels::dtypeName(op.dtype), op.coll == algo::Coll::AllReduce ? ", " : "",
-           op.coll == algo::Coll::AllReduce ? algo::algoName(spec.algo) : "", comm->rank, comm->nranks);
+           kernels::dtypeName(op.dtype), named ? ", " : "", named ? algo::algoName(spec.algo) : "", comm->rank,
+           comm->nranks);
   plan->what = what;
 
   if (reduces(op.coll)) {

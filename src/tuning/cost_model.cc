@@ -4,22 +4,13 @@
 #include <cmath>
 #include <limits>
 
+#include "core/params.h"
+
 namespace atl::tuning {
 namespace {
 
 using algo::Algo;
 using algo::Coll;
-
-// Double binary tree: an interior node receives from two children at once, so each inbound stream
-// gets about half its link; NCCL likewise rates tree bandwidth below the ring's. Uncalibrated.
-constexpr double kTreeBwPenalty = 1.5;
-// Halving/doubling cannot overlap one step's reduction with the next step's transfer the way the
-// ring's channels do. Uncalibrated; keeps the measured ring the large-message choice on one island.
-constexpr double kRhdBwPenalty = 1.1;
-// Recursive doubling reduces the whole buffer at every hop on one channel, and in place it first
-// copies its input to scratch: at 64 MiB on 2 ranks it ran at half the ring's busbw in place
-// (perf/baselines, this host), so its bandwidth term costs double.
-constexpr double kRdBwPenalty = 2.0;
 
 bool isPow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
 int ceilLog2(int n) {
@@ -58,7 +49,9 @@ double rdAllReduce(const SelectInput& in, const Costs& c) {
   const int steps = ceilLog2(in.nranks);
   const int cross = c.multi ? std::min(steps, ceilLog2(in.nIslands)) : 0;
   const double s = static_cast<double>(in.bytes);
-  return cross * (c.aInter + kRdBwPenalty * s * c.bInter) + (steps - cross) * (c.aIntra + kRdBwPenalty * s * c.bIntra);
+  // Every rank crosses in the same step, so a host's ranks share its uplink.
+  const double bCross = c.bInter * in.interSharers;
+  return cross * (c.aInter + in.rdBwPenalty * s * bCross) + (steps - cross) * (c.aIntra + in.rdBwPenalty * s * c.bIntra);
 }
 
 double rhdAllReduce(const SelectInput& in, const Costs& c) {
@@ -69,7 +62,7 @@ double rhdAllReduce(const SelectInput& in, const Costs& c) {
   const double crossBytes = s * (1 - std::ldexp(1.0, -cross));
   const double intraBytes = s * (std::ldexp(1.0, -cross) - 1.0 / p);
   double t = 2 * (cross * c.aInter + (steps - cross) * c.aIntra +
-                  kRhdBwPenalty * (crossBytes * c.bInter + intraBytes * c.bIntra));
+                  in.rhdBwPenalty * (crossBytes * c.bInter * in.interSharers + intraBytes * c.bIntra));
   if (p != in.nranks) t += 2 * (c.aFlat() + s * c.bFlat());  // fold the extra ranks in, and back out
   return t;
 }
@@ -78,7 +71,7 @@ double treeAllReduce(const SelectInput& in, const Costs& c) {
   const int crossDepth = c.multi ? ceilLog2(in.nIslands) : 0;
   const int intraDepth = c.multi ? ceilLog2(in.maxIslandSize) : ceilLog2(in.nranks);
   const double s = static_cast<double>(in.bytes);
-  return 2 * (crossDepth * c.aInter + intraDepth * c.aIntra) + 2 * kTreeBwPenalty * s * c.bFlat();
+  return 2 * (crossDepth * c.aInter + intraDepth * c.aIntra) + 2 * in.treeBwPenalty * s * c.bFlat();
 }
 
 // Every send and receive is posted at once: per-peer software overhead adds up, latency does not.
@@ -94,12 +87,14 @@ double hierarchicalAllReduce(const SelectInput& in, const Costs& c) {
   const double s = static_cast<double>(in.bytes);
   const double intra = 2 * (m - 1) * c.aIntra + 2 * (m - 1) / m * s * c.bIntra;
   const double shard = s / std::max(1, in.minIslandSize);
-  double inter = 2 * (islands - 1) * (c.aInter + shard / islands * c.bInter);
-  if (isPow2(in.nIslands)) inter = std::min(inter, ceilLog2(in.nIslands) * (c.aInter + shard * c.bInter));
+  // The minIslandSize ranks holding shards cross at once and share their hosts' uplinks.
+  const double bCross = c.bInter * std::min(in.interSharers, static_cast<double>(std::max(1, in.minIslandSize)));
+  double inter = 2 * (islands - 1) * (c.aInter + shard / islands * bCross);
+  if (isPow2(in.nIslands)) inter = std::min(inter, ceilLog2(in.nIslands) * (c.aInter + shard * bCross));
   return intra + inter;
 }
 
-// The one schedule each non-all-reduce collective has today (ring or pipelined chain).
+// Ring all-gather / reduce-scatter, pipelined chain broadcast / reduce along the ring.
 double ringOther(const SelectInput& in, const Costs& c) {
   const double n = in.nranks;
   const double s = static_cast<double>(in.bytes);
@@ -112,10 +107,49 @@ double ringOther(const SelectInput& in, const Costs& c) {
   }
 }
 
+// All-gather across islands among equal local indices, then inside each island (reduce-scatter
+// mirrors it). A host carries its extras' blocks across; its crossing ranks share the uplink.
+double hierAllGatherLike(const SelectInput& in, const Costs& c) {
+  const double islands = in.nIslands, L = std::max(1, in.minIslandSize), big = in.maxIslandSize;
+  const double block = static_cast<double>(in.bytes) / in.nranks;
+  const double bCross = c.bInter * std::min(in.interSharers, L);
+  const double inter = (islands - 1) * (c.aInter + std::ceil(big / L) * block * bCross);
+  const double intra = (big - 1) * (c.aIntra + islands * block * c.bIntra);
+  return inter + intra;
+}
+
+// Chain of island leaders, each feeding its island's chain; a leader sends every chunk twice in
+// turn (to the next leader, then into its island), so it streams at the two links' combined cost.
+double hierChainLike(const SelectInput& in, const Costs& c) {
+  const double s = static_cast<double>(in.bytes);
+  const double intraBeta = in.maxIslandSize > 1 ? c.bIntra : 0;
+  return (in.nIslands - 1) * c.aInter + (in.maxIslandSize - 1) * c.aIntra + s * (c.bInter + intraBeta);
+}
+
 }  // namespace
+
+ModelParams modelParams() {
+  using params::Id;
+  auto num = [](Id id) { return static_cast<double>(params::getInt(id)); };
+  ModelParams m;
+  m.shm = {num(Id::ModelShmBwMBs) / 1e3, num(Id::ModelShmLatNs) / 1e3};
+  m.socket = {num(Id::ModelSocketBwMBs) / 1e3, num(Id::ModelSocketLatNs) / 1e3};
+  m.stepOverheadUs = num(Id::ModelStepNs) / 1e3;
+  m.treeBwPenalty = num(Id::ModelTreeBwPct) / 100;
+  m.rhdBwPenalty = num(Id::ModelRhdBwPct) / 100;
+  m.rdBwPenalty = num(Id::ModelRdBwPct) / 100;
+  return m;
+}
+
+bool hasHierarchical(algo::Coll c) {
+  return c == Coll::AllReduce || c == Coll::AllGather || c == Coll::ReduceScatter || c == Coll::Broadcast ||
+         c == Coll::Reduce;
+}
 
 bool applicable(Algo a, const SelectInput& in) {
   if (a == Algo::Ring) return true;
+  if (a == Algo::Hierarchical && in.coll != Coll::AllReduce)
+    return hasHierarchical(in.coll) && in.nranks >= 2 && in.nIslands > 1;
   if (in.coll != Coll::AllReduce || in.nranks < 2) return false;
   switch (a) {
     case Algo::RecursiveDoubling:
@@ -133,7 +167,10 @@ double estimateUs(Algo a, const SelectInput& in) {
   if (!applicable(a, in)) return std::numeric_limits<double>::infinity();
   if (in.nranks < 2) return 0;
   const Costs c = costsOf(in);
-  if (in.coll != Coll::AllReduce) return ringOther(in, c);
+  if (in.coll != Coll::AllReduce) {
+    if (a != Algo::Hierarchical) return ringOther(in, c);
+    return in.coll == Coll::Broadcast || in.coll == Coll::Reduce ? hierChainLike(in, c) : hierAllGatherLike(in, c);
+  }
   switch (a) {
     case Algo::Ring:
       return ringAllReduce(in, c);

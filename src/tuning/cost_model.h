@@ -12,18 +12,26 @@ namespace atl::tuning {
 /// One kind of link: bandwidth as the bus bandwidth a ring achieves over it with the default
 /// channel count, latency as the one-hop time minus the per-step software overhead.
 struct LinkParams {
-  double bwGBs;
-  double latUs;
+  double bwGBs = 0;
+  double latUs = 0;
 };
 
-// Calibration on the 2-core development host (all_reduce_perf, 2 ranks):
-//   shm:     8 B all-reduce (1 hop)  ~0.25 us; 64 MiB ring all-reduce ~4.5 GB/s busbw
-//   sockets: 8 B all-reduce          ~6 us;    64 MiB ring all-reduce ~1.6 GB/s busbw
-// The 1-hop time is stepOverhead + latency; only their sum was measured, and the split only matters
-// to Direct, which pays the overhead once per peer but the latency once.
-inline constexpr double kDefaultStepOverheadUs = 0.2;
-inline constexpr LinkParams kShmLink{4.5, 0.05};
-inline constexpr LinkParams kSocketLink{1.6, 5.8};
+/// Everything the model is calibrated on. The values live in the parameter registry
+/// (ATOLL_MODEL_*, core/param_list.h), whose defaults are what `atoll-calibrate` measured on the
+/// development host; a calibration file (NCCL_CONF_FILE) or the environment replaces them.
+struct ModelParams {
+  LinkParams shm;
+  LinkParams socket;
+  double stepOverheadUs = 0;  // software cost of one schedule step, paid per hop and per peer
+  // Bandwidth-term multipliers relative to the ring's (which has the link's full busbw): the tree's
+  // interior nodes split their link between two children, halving/doubling cannot overlap one
+  // step's reduction with the next transfer, recursive doubling reduces the whole buffer per hop.
+  double treeBwPenalty = 1;
+  double rhdBwPenalty = 1;
+  double rdBwPenalty = 1;
+};
+/// The registry's current values.
+ModelParams modelParams();
 
 /// Direct sends the whole buffer to every peer: only worth it while n * bytes stays small.
 inline constexpr size_t kDirectMaxTotalBytes = size_t{1} << 20;
@@ -35,17 +43,28 @@ struct SelectInput {
   int nIslands = 1;
   int minIslandSize = 1;
   int maxIslandSize = 1;
-  double intraBwGBs = kShmLink.bwGBs;
-  double intraLatUs = kShmLink.latUs;
-  double interBwGBs = kSocketLink.bwGBs;
-  double interLatUs = kSocketLink.latUs;
-  double stepOverheadUs = kDefaultStepOverheadUs;
+  // Filled by Selector::create from ModelParams and the topology; the zeros here mean "unset".
+  double intraBwGBs = 0;
+  double intraLatUs = 0;
+  double interBwGBs = 0;
+  double interLatUs = 0;
+  double stepOverheadUs = 0;
+  // How many ranks of a host share its link out of the island (ranks per host / NICs per host): the
+  // inter-island bandwidth is per host, so algorithms whose ranks all cross at once (hierarchical's
+  // middle phase, rd and rhd across islands) get a share of it each. 1: a NIC per rank (rails).
+  double interSharers = 1;
+  double treeBwPenalty = 1;
+  double rhdBwPenalty = 1;
+  double rdBwPenalty = 1;
   int maxChannels = 1;
 };
 
 /// Whether the algorithm can run this shape at all (rd: power-of-two n; hierarchical: >1 island;
-/// direct: small n*bytes; everything but the ring: all-reduce only, for now).
+/// direct: small n*bytes). All-reduce has every algorithm; all-gather, reduce-scatter, broadcast
+/// and reduce have ring (or chain) and hierarchical; the other collectives only their one schedule.
 bool applicable(algo::Algo a, const SelectInput& in);
+/// Whether the collective has a hierarchical schedule (src/algorithms/hier_*.cc).
+bool hasHierarchical(algo::Coll c);
 
 /// Estimated time in microseconds; +infinity where not applicable.
 double estimateUs(algo::Algo a, const SelectInput& in);

@@ -52,6 +52,14 @@ struct Selector::Evaluation {
   Reason reason = kModel;
 };
 
+FabricParams FabricParams::defaults() {
+  FabricParams f;
+  f.model = modelParams();
+  f.intra = f.model.shm;
+  f.inter = f.model.socket;
+  return f;
+}
+
 Result<Selector> Selector::create(int nranks, const algo::IslandMap* islands, const FabricParams& fabric,
                                   int maxChannels) {
   if (nranks < 1) return ATOLL_ERROR(ncclInvalidArgument, "selector for %d ranks", nranks);
@@ -73,7 +81,11 @@ Result<Selector> Selector::create(int nranks, const algo::IslandMap* islands, co
   in.intraLatUs = fabric.intra.latUs;
   in.interBwGBs = fabric.inter.bwGBs;
   in.interLatUs = fabric.inter.latUs;
-  in.stepOverheadUs = fabric.stepOverheadUs;
+  in.stepOverheadUs = fabric.model.stepOverheadUs;
+  in.interSharers = std::max(1.0, fabric.interSharers);
+  in.treeBwPenalty = fabric.model.treeBwPenalty;
+  in.rhdBwPenalty = fabric.model.rhdBwPenalty;
+  in.rdBwPenalty = fabric.model.rdBwPenalty;
   in.maxChannels = std::max(1, maxChannels);
   s.filter_ = envAlgoFilter();
   (void)envProtoFilter();  // only Simple exists here: read for its warnings
@@ -182,9 +194,10 @@ std::string Selector::table(Coll c, size_t bytes) const {
   Evaluation ev = evaluate(c, bytes);
   std::string out;
   char line[256];
-  snprintf(line, sizeof(line), "Tuning %s %zu bytes: %d ranks, %d island(s) of %d-%d, up to %d channel(s)\n",
+  snprintf(line, sizeof(line),
+           "Tuning %s %zu bytes: %d ranks, %d island(s) of %d-%d, up to %d channel(s), uplink shared by %.0f\n",
            algo::collName(c), bytes, base_.nranks, base_.nIslands, base_.minIslandSize, base_.maxIslandSize,
-           base_.maxChannels);
+           base_.maxChannels, base_.interSharers);
   out += line;
   for (int i = 0; i < algo::kNumAlgos; ++i) {
     const auto a = static_cast<Algo>(i);

@@ -16,11 +16,14 @@
 
 namespace atl::tuning {
 
-/// The fabric numbers the model needs; topology/ fills them, the defaults are this host's shm and TCP.
+/// The fabric numbers the model needs: topology/ picks the link kinds, the registry their numbers.
 struct FabricParams {
-  LinkParams intra = kShmLink;     // inside an island
-  LinkParams inter = kSocketLink;  // between islands
-  double stepOverheadUs = kDefaultStepOverheadUs;
+  LinkParams intra;  // inside an island
+  LinkParams inter;  // between islands
+  double interSharers = 1;  // see SelectInput::interSharers
+  ModelParams model;
+  /// Shared memory inside islands and TCP between them, with the registry's current numbers.
+  static FabricParams defaults();
 };
 
 struct Choice {

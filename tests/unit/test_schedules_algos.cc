@@ -9,9 +9,15 @@
 #include <vector>
 
 #include "algorithms/verify.h"
+#include "tests/unit/island_maps.h"
 
 namespace atl::algo {
 namespace {
+
+using test::Map;
+using test::blocks;
+using test::islandsFrom;
+using test::strided;
 
 const size_t kCounts[] = {0, 1, 2, 3, 7, 64, 257};
 
@@ -27,27 +33,6 @@ CollSpec spec(Algo a, int n, size_t count, int nch, size_t chunk, bool inPlace) 
   return s;
 }
 
-std::shared_ptr<const IslandMap> islandsFrom(const std::vector<int>& islandOf) {
-  auto m = std::make_shared<IslandMap>();
-  m->islandOf = islandOf;
-  for (size_t r = 0; r < islandOf.size(); ++r) {
-    if (static_cast<size_t>(islandOf[r]) >= m->members.size()) m->members.resize(static_cast<size_t>(islandOf[r]) + 1);
-    m->members[static_cast<size_t>(islandOf[r])].push_back(static_cast<int>(r));
-  }
-  return m;
-}
-/// Consecutive ranks, island i holding sizes[i] of them.
-std::shared_ptr<const IslandMap> blocks(const std::vector<int>& sizes) {
-  std::vector<int> of;
-  for (size_t i = 0; i < sizes.size(); ++i) of.insert(of.end(), static_cast<size_t>(sizes[i]), static_cast<int>(i));
-  return islandsFrom(of);
-}
-/// Rank r on island r % k: members interleave, so island rings are not the global ring.
-std::shared_ptr<const IslandMap> strided(int n, int k) {
-  std::vector<int> of(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) of[static_cast<size_t>(r)] = r % k;
-  return islandsFrom(of);
-}
 
 void expectVerified(const CollSpec& s) {
   VerifyResult r = verifySchedule(s);

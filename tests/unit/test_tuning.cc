@@ -167,9 +167,8 @@ algo::IslandMap islands(int count, int size) {
 
 // Islands on shm, joined by links 10x thinner (and socket latency).
 FabricParams thinInterIsland() {
-  FabricParams f;
-  f.intra = kShmLink;
-  f.inter = {kShmLink.bwGBs / 10, kSocketLink.latUs};
+  FabricParams f = FabricParams::defaults();
+  f.inter = {f.model.shm.bwGBs / 10, f.model.socket.latUs};
   return f;
 }
 
@@ -232,22 +231,65 @@ TEST(Selector, RdOnlyForPowersOfTwo) {
   EXPECT_EQ(t.substr(line, t.find('\n', line + 1) - line).find("n/a") != std::string::npos, true) << t;
 }
 
-TEST(Selector, OtherCollectivesUseTheRing) {
+TEST(CostModel, SharedUplinksSlowOnlyAlgorithmsThatCrossTogether) {
+  SelectInput in = makeSelector(2, 8).input();
+  in.coll = Coll::AllReduce;
+  in.bytes = kLarge;
+  SelectInput shared = in;
+  shared.interSharers = 8;
+  // The ring crosses at one rank per island boundary at a time; hierarchical, rd and rhd at all.
+  EXPECT_DOUBLE_EQ(estimateUs(Algo::Ring, shared), estimateUs(Algo::Ring, in));
+  EXPECT_DOUBLE_EQ(estimateUs(Algo::Tree, shared), estimateUs(Algo::Tree, in));
+  for (Algo a : {Algo::Hierarchical, Algo::RecursiveDoubling, Algo::RecursiveHalvingDoubling})
+    EXPECT_GT(estimateUs(a, shared), 1.5 * estimateUs(a, in)) << algo::algoName(a);
+  // Hierarchical's crossing ranks are at most the island size: more sharers change nothing.
+  SelectInput more = shared;
+  more.interSharers = 64;
+  EXPECT_DOUBLE_EQ(estimateUs(Algo::Hierarchical, more), estimateUs(Algo::Hierarchical, shared));
+}
+
+TEST(Selector, OtherCollectivesAcrossIslands) {
   Selector s = makeSelector(2, 8);
-  for (Coll c : {Coll::Broadcast, Coll::Reduce, Coll::AllGather, Coll::ReduceScatter, Coll::AlltoAll}) {
+  // Fewer blocks over the thin links: hierarchical all-gather and reduce-scatter at every size.
+  for (Coll c : {Coll::AllGather, Coll::ReduceScatter}) {
+    EXPECT_EQ(s.choose(c, kSmall * 16).algo, Algo::Hierarchical) << s.table(c, kSmall * 16);
+    EXPECT_EQ(s.choose(c, kLarge).algo, Algo::Hierarchical) << s.table(c, kLarge);
+  }
+  // Broadcast and reduce: the two-level chain's latency wins small; the ring's single stream
+  // over the thin link wins large (a leader sends every chunk twice).
+  for (Coll c : {Coll::Broadcast, Coll::Reduce}) {
+    EXPECT_EQ(s.choose(c, kSmall).algo, Algo::Hierarchical) << s.table(c, kSmall);
+    EXPECT_EQ(s.choose(c, kLarge).algo, Algo::Ring) << s.table(c, kLarge);
+  }
+  for (Coll c : {Coll::AlltoAll, Coll::Gather, Coll::Scatter}) {
     EXPECT_EQ(s.choose(c, kSmall).algo, Algo::Ring);
     EXPECT_EQ(s.choose(c, kLarge).algo, Algo::Ring);
-    EXPECT_GT(s.choose(c, kLarge).estUs, 0);
+    EXPECT_NE(s.table(c, kLarge).find("hierarchical  n/a"), std::string::npos) << s.table(c, kLarge);
+  }
+  // One island: nothing but the ring applies.
+  Selector one = makeSelector(1, 8);
+  for (Coll c : {Coll::Broadcast, Coll::Reduce, Coll::AllGather, Coll::ReduceScatter}) {
+    EXPECT_EQ(one.choose(c, kSmall).algo, Algo::Ring);
+    EXPECT_EQ(one.choose(c, kLarge).algo, Algo::Ring);
+    EXPECT_GT(one.choose(c, kLarge).estUs, 0);
   }
 }
 
+TEST(Selector, OtherCollectivesFollowNcclAlgo) {
+  ScopedEnv e("NCCL_ALGO", "allgather:ring;broadcast:hierarchical");
+  Selector s = makeSelector(2, 8);
+  EXPECT_EQ(s.choose(Coll::AllGather, kLarge).algo, Algo::Ring);
+  EXPECT_EQ(s.choose(Coll::Broadcast, kLarge).algo, Algo::Hierarchical);
+  EXPECT_EQ(s.choose(Coll::ReduceScatter, kLarge).algo, Algo::Hierarchical);  // not listed: the model decides
+}
+
 TEST(Selector, SingleRank) {
-  Result<Selector> s = Selector::create(1, nullptr, FabricParams(), 2);
+  Result<Selector> s = Selector::create(1, nullptr, FabricParams::defaults(), 2);
   ASSERT_TRUE(s.ok());
   Choice c = s->choose(Coll::AllReduce, kLarge);
   EXPECT_EQ(c.algo, Algo::Ring);
   EXPECT_EQ(c.estUs, 0);
-  EXPECT_FALSE(Selector::create(0, nullptr, FabricParams(), 2).ok());
+  EXPECT_FALSE(Selector::create(0, nullptr, FabricParams::defaults(), 2).ok());
 }
 
 TEST(Selector, EnvOverridesWin) {

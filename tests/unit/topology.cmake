@@ -15,8 +15,9 @@ add_test(NAME atoll_info_topology_island_id COMMAND atoll-info --topology --nran
 set_tests_properties(atoll_info_topology_island_id PROPERTIES TIMEOUT 30 LABELS "integration;topology"
                      ENVIRONMENT "ATOLL_ISLAND_ID=4"
                      PASS_REGULAR_EXPRESSION "Islands: 1 for 4 ranks \\(by ATOLL_ISLAND_ID\\)")
-# Emulated islands on this host take the fabric file's island level as their inter-island cost.
+# Emulated islands on this host take the fabric file's island level as their inter-island cost, and
+# the cost model prices the links between them with it.
 add_test(NAME atoll_info_topology_fabric COMMAND atoll-info --topology --nranks 4)
 set_tests_properties(atoll_info_topology_fabric PROPERTIES TIMEOUT 30 LABELS "integration;topology"
                      ENVIRONMENT "ATOLL_ISLAND_SIZE=2;ATOLL_FABRIC_FILE=${CMAKE_CURRENT_LIST_DIR}/topology_fabric.txt"
-                     PASS_REGULAR_EXPRESSION "Islands: 2 for 4 ranks.*inter-island 25.00 GB/s 3.00 us")
+                     PASS_REGULAR_EXPRESSION "Islands: 2 for 4 ranks.*inter-island 25.00 GB/s 3.00 us.*between islands +fabric +25.00 GB/s +3.00 us")

@@ -13,3 +13,7 @@ target_link_libraries(test_tuning PRIVATE atoll_static GTest::gtest_main)
 target_compile_definitions(test_tuning PRIVATE ATOLL_TEST_TUNER_DIR="${ATOLL_TEST_TUNER_DIR}")
 add_dependencies(test_tuning test_tuning_plugin_v4 test_tuning_plugin_v3)
 gtest_discover_tests(test_tuning DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 60)
+
+add_executable(test_calibration ${CMAKE_CURRENT_LIST_DIR}/test_calibration.cc)
+target_link_libraries(test_calibration PRIVATE atoll_static GTest::gtest_main)
+gtest_discover_tests(test_calibration DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 60)

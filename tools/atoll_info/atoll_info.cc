@@ -1,12 +1,15 @@
 // atoll-info: prints the library's parameters (environment variables) with their current values,
 // or renders docs/ENV.md from the same registry so the document cannot drift from the code; with
-// --topology, the detected node topology and the islands a local job would get.
+// --topology, the detected node topology, the islands a local job would get, the transport each
+// peer class would use, and the selector's choices that follow.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <strings.h>
 #include <string>
 #include <vector>
 
+#include "core/comm_topology.h"
 #include "core/params.h"
 #include "nccl.h"
 #include "perf/common/tool_env.h"
@@ -54,10 +57,10 @@ std::string code(const std::string& text) { return text.empty() ? "(empty)" : "`
 void printParams() {
   std::printf("%-28s %-7s %-20s %-20s %s\n", "NAME", "TYPE", "DEFAULT", "VALUE", "SOURCE");
   for (const params::Def& d : params::all()) {
-    const bool fromEnv = params::source(d.id) == params::Source::Env;
+    const params::Source src = params::source(d.id);
     std::printf("%-28s %-7s %-20s %-20s %s\n", d.name, typeName(d.type), d.defaultValue[0] ? d.defaultValue : "\"\"",
                 params::valueText(d.id).empty() ? "\"\"" : params::valueText(d.id).c_str(),
-                fromEnv ? "env" : "default");
+                src == params::Source::Env ? "env" : src == params::Source::Config ? "config" : "default");
   }
 }
 
@@ -85,6 +88,40 @@ void printMarkdown() {
   }
 }
 
+// The same decisions core/connect.cc and core/comm_topology.cc make at init, for these ranks.
+bool printTransports(const std::vector<atl::topo::RankDesc>& ranks, const atl::topo::CommPlacement& placement) {
+  const bool shm = !params::getBool(params::Id::ShmDisable);
+  const std::string& net = params::getString(params::Id::Net);
+  std::printf("Transports per peer class (built: shm, socket; not built: ibverbs, UCX):\n");
+  std::printf("  %-22s %s\n", "same host", shm ? "shm" : "socket (NCCL_SHM_DISABLE=1)");
+  std::printf("  %-22s socket%s\n", "other host",
+              net.empty() || strcasecmp(net.c_str(), "Socket") == 0 ? "" : "  (NCCL_NET names a network not built: init fails)");
+  const atl::LinkChoice links = atl::chooseLinks(ranks, placement);
+  const atl::tuning::ModelParams& m = links.fabric.model;
+  auto link = [](const char* where, const char* kind, const atl::tuning::LinkParams& l) {
+    std::printf("  %-22s %-7s %8.2f GB/s %9.2f us\n", where, kind, l.bwGBs, l.latUs);
+  };
+  std::printf("Cost model for %zu ranks (ATOLL_MODEL_*; step overhead %.2f us; bandwidth terms vs. the ring: tree "
+              "%.2fx, rhd %.2fx, rd %.2fx):\n",
+              ranks.size(), m.stepOverheadUs, m.treeBwPenalty, m.rhdBwPenalty, m.rdBwPenalty);
+  link("inside islands", links.intraShm ? "shm" : "socket", links.fabric.intra);
+  const size_t nIslands = placement.islands ? placement.islands->members.size() : 1;
+  if (nIslands > 1) {
+    link("between islands", links.interFromFabric ? "fabric" : links.interShm ? "shm" : "socket", links.fabric.inter);
+    if (links.fabric.interSharers > 1)
+      std::printf("  (per host: %.0f ranks share each uplink)\n", links.fabric.interSharers);
+  }
+  auto selector = atl::tuning::Selector::create(static_cast<int>(ranks.size()),
+                                                nIslands > 1 ? placement.islands.get() : nullptr, links.fabric, 2);
+  if (!selector.ok()) {
+    std::fprintf(stderr, "atoll-info: selector: %s\n", atl::lastErrorMessage().c_str());
+    return false;
+  }
+  std::printf("All-reduce estimates (us) and the selector's choice/channels:\n%s",
+              selector->sweep(atl::algo::Coll::AllReduce, 8, size_t{256} << 20).c_str());
+  return true;
+}
+
 // The islands ATOLL_ISLAND_SIZE / ATOLL_ISLAND_ID / ATOLL_FABRIC_FILE give `nranks` ranks on this
 // host, each with this process's environment (as atollrun would start them).
 int printTopology(int nranks) {
@@ -105,8 +142,8 @@ int printTopology(int nranks) {
     std::fprintf(stderr, "atoll-info: islands: %s\n", atl::lastErrorMessage().c_str());
     return 1;
   }
-  std::printf("%s", topo::describeIslands(*comm->islands, comm->rule, comm->levels).c_str());
-  return 0;
+  std::printf("%s", topo::describeIslands(*comm->islands, comm->rule, comm->fromFabricFile ? &comm->levels : nullptr).c_str());
+  return printTransports(ranks, *comm) ? 0 : 1;
 }
 
 void usage() {
