@@ -262,10 +262,10 @@ int main(int argc, char** argv) {
   strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime(&now));
   std::string text;
   char line[256];
-  snprintf(line, sizeof(line), "# atoll-calibrate on %s, %s: %d ranks, 8 B..%zu B, %d iterations, best of %d, links %s\n",
-           host, when, args.np, args.maxBytes, args.iters, args.repeat,
-           args.links.size() == 2 ? "shm+socket" : args.links[0].c_str());
-  text += line;
+  snprintf(line, sizeof(line), ": %d ranks, 8 B..%zu B, %d iterations, best of %d, links ", args.np, args.maxBytes,
+           args.iters, args.repeat);
+  text += std::string("# atoll-calibrate on ") + host + ", " + when + line +
+          (args.links.size() == 2 ? "shm+socket" : args.links[0]) + "\n";
   text += "# Use it with NCCL_CONF_FILE=<this file>, or append it to ~/.nccl.conf.\n";
   auto emit = [&](const char* name, long long v) {
     snprintf(line, sizeof(line), "%s=%lld\n", name, v);

@@ -39,9 +39,10 @@ struct ncclComm {
   std::atomic<atl::CommState> state{atl::CommState::Initializing};
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
   atl::AbortFlag abortFlag{false};
-  std::atomic<int> activeCalls{0};
+  std::atomic<int> activeCalls{0};  // API calls currently inside the engine (abort waits for them)
   uint32_t splitSeq = 0;
-  std::thread initThread;  // non-blocking init (config.blocking = 0) runs here  // API calls currently inside the engine (abort waits for them)
+  uint64_t checkSeq = 0;    // collective launches fingerprinted under ATOLL_CHECK (core/call_check.h)
+  std::thread initThread;  // non-blocking init (config.blocking = 0) runs here
 
   std::unique_ptr<atl::bootstrap::Bootstrap> bootstrap;
   atl::CommLinks links;

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/call_check.h"
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/params.h"
@@ -44,6 +45,32 @@ struct BatchStorage {
   std::vector<std::unique_ptr<engine::Plan>> owned;  // plans the caches did not take
 };
 thread_local BatchStorage tBatch;
+
+/// ATOLL_CHECK: exchange and compare the batch's fingerprints before any of its data moves. A
+/// failed exchange (dead peer, timeout) or a mismatch lands in the communicator's queue result,
+/// where runOps treats it like the failure of a real plan.
+Status checkCalls(std::span<ncclComm* const> comms, std::span<const OpDesc> ops, std::span<engine::CommQueue> queues,
+                  const engine::ExecOptions& opts) {
+  std::vector<std::unique_ptr<CallCheck>> checks;
+  std::vector<engine::CommQueue> exchange(comms.size());
+  for (size_t i = 0; i < comms.size(); ++i) {
+    std::vector<const OpDesc*> colls, p2p;
+    for (const OpDesc& op : ops)
+      if (op.comm == comms[i]) (op.coll == algo::Coll::SendRecv ? p2p : colls).push_back(&op);
+    ATOLL_ASSIGN_OR_RETURN(auto check, prepareCallCheck(comms[i], colls, p2p));
+    exchange[i].rank = queues[i].rank;
+    exchange[i].conns = queues[i].conns;
+    exchange[i].abort = queues[i].abort;
+    if (check->plan) exchange[i].plans.push_back(check->plan.get());
+    checks.push_back(std::move(check));
+  }
+  Status result = engine::execute(exchange, opts);
+  for (size_t i = 0; i < comms.size(); ++i) {
+    queues[i].result = exchange[i].result.ok() ? compareCallPrints(*checks[i]) : exchange[i].result;
+    if (!queues[i].result.ok() && result.ok()) result = queues[i].result;
+  }
+  return result;
+}
 
 Status runOps(std::span<const OpDesc> ops) {
   // One queue per communicator, in order of first appearance; within it the collectives in call
@@ -111,7 +138,8 @@ Status runOps(std::span<const OpDesc> ops) {
   engine::ExecOptions opts;
   opts.timeoutMs = params::getInt(params::Id::TimeoutMs);
   opts.spinCount = static_cast<int>(params::getInt(params::Id::SpinCount));
-  Status result = engine::execute(queues, opts);
+  Status result = params::getBool(params::Id::Check) ? checkCalls(comms, ops, queues, opts) : Status::Ok();
+  if (result.ok()) result = engine::execute(queues, opts);
   for (size_t i = 0; i < comms.size(); ++i) {
     Status s = queues[i].result;
     if (!s.ok() && s.code() != ncclInvalidArgument && s.code() != ncclInvalidUsage) {

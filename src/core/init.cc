@@ -79,9 +79,11 @@ Status initComm(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, co
   struct Published {
     transport::PeerInfo peer;
     topo::RankDesc where;
-  } mine;
+    uint32_t checkCalls;  // ATOLL_CHECK: every rank must fingerprint its calls, or none
+  } mine{};
   mine.peer = me;
   mine.where = localPlacement();
+  mine.checkCalls = params::getBool(params::Id::Check) ? 1 : 0;
   ATOLL_ASSIGN_OR_RETURN(comm->bootstrap, bootstrap::Bootstrap::create(id, rank, nranks, std::as_bytes(std::span(&mine, 1)),
                                                                        &comm->abortFlag));
 
@@ -101,6 +103,9 @@ Status initComm(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, co
     std::memcpy(&theirs, blob.data(), blob.size());
     ctx.peers[static_cast<size_t>(r)] = theirs.peer;
     where[static_cast<size_t>(r)] = theirs.where;
+    if (theirs.checkCalls != mine.checkCalls)
+      return ATOLL_ERROR(ncclInvalidUsage, "ATOLL_CHECK is %u on rank %d but %u on rank %d: set it alike on every rank",
+                         mine.checkCalls, rank, theirs.checkCalls, r);
   }
   ctx.bufferBytes = static_cast<size_t>(std::max<int64_t>(64 << 10, params::getInt(params::Id::BuffSize))) / 8 * 8;
   ctx.timeoutMs = static_cast<int>(params::getInt(params::Id::BootstrapTimeoutMs));

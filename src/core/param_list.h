@@ -50,6 +50,10 @@ ATOLL_PARAM(PlanCacheSize, "ATOLL_PLAN_CACHE_SIZE", Int, "64",
             "Collective plans kept per communicator for reuse by identical calls (0 = build every call).")
 ATOLL_PARAM(TimeoutMs, "ATOLL_TIMEOUT_MS", Int, "300000",
             "A collective that makes no progress for this long fails with ncclSystemError (0 = wait forever).")
+ATOLL_PARAM(Check, "ATOLL_CHECK", Bool, "0",
+            "Before every launch, exchange a fingerprint of the call (sequence, collective, count, type, op, root; "
+            "bytes per peer for send/recv) with the peers, so mismatched calls fail with ncclInvalidUsage on every "
+            "rank instead of corrupting data or hanging. Must be set alike on all ranks (checked at init).")
 ATOLL_PARAM(SpinCount, "ATOLL_SPIN_COUNT", Int, "200",
             "Idle polls before the progress loop yields the CPU; keeps oversubscribed hosts responsive.")
 

@@ -18,3 +18,12 @@ foreach(cfg "shm_4;4;1;" "shm_8;8;5;" "socket_4;4;2;NCCL_SHM_DISABLE=1")
     set_tests_properties(fault_dead_peer_${name} PROPERTIES ENVIRONMENT "${env}")
   endif()
 endforeach()
+
+# ATOLL_CHECK: mismatched calls become ncclInvalidUsage on every rank involved (same message), the
+# communicator stays usable, and correct calls raise nothing.
+add_executable(call_mismatch ${CMAKE_CURRENT_LIST_DIR}/call_mismatch.cc)
+target_link_libraries(call_mismatch PRIVATE atoll)
+foreach(c count dtype op root coll p2p init none)
+  add_test(NAME fault_call_mismatch_${c} COMMAND call_mismatch --case ${c} --ranks 4)
+  set_tests_properties(fault_call_mismatch_${c} PROPERTIES TIMEOUT 90 LABELS "fault")
+endforeach()

@@ -41,3 +41,10 @@ atoll_coll_test(coll_initall_4 150 --initall 4)
 # One thread drives all ranks, so a call that blocks instead of joining the group waits out the
 # bootstrap timeout once per rank: keep that short (local ranks bootstrap in milliseconds).
 set_tests_properties(coll_initall_4 PROPERTIES ENVIRONMENT "ATOLL_BOOTSTRAP_TIMEOUT_MS=5000")
+
+# The whole sweep with ATOLL_CHECK=1: no false positives, for every collective, group and p2p shape.
+atoll_coll_test(coll_procs_4_checked 150 --procs 4 --quick)
+set_tests_properties(coll_procs_4_checked PROPERTIES ENVIRONMENT "ATOLL_CHECK=1;ATOLL_BOOTSTRAP_TIMEOUT_MS=20000")
+# One thread driving every rank: the fingerprint exchange of several communicators in one batch.
+atoll_coll_test(coll_initall_4_checked 150 --initall 4 --quick)
+set_tests_properties(coll_initall_4_checked PROPERTIES ENVIRONMENT "ATOLL_CHECK=1;ATOLL_BOOTSTRAP_TIMEOUT_MS=5000")
