@@ -16,7 +16,7 @@ namespace {
 bool mulOverflows(size_t a, size_t b, size_t* out) { return __builtin_mul_overflow(a, b, out); }
 
 Status validate(OpDesc& op, const char* fn) {
-  ATOLL_CHECK(checkComm(op.comm, fn));
+  ATOLL_CHECK(checkCommUsable(op.comm, fn));
   const int n = op.comm->nranks, rank = op.comm->rank;
   if (op.rawDtype < 0 || op.rawDtype >= ncclNumTypes)
     return ATOLL_ERROR(ncclInvalidArgument, "%s: invalid datatype %d", fn, op.rawDtype);

@@ -18,6 +18,9 @@
 namespace atl {
 
 enum class CommState : int { Initializing, Ready, Failed };
+/// ncclCommRevoke: Revoking while in-flight calls are being stopped (ncclCommGetAsyncError says
+/// ncclInProgress), then Revoked: only destroy, abort, split and shrink remain.
+enum class RevokeState : int { Live, Revoking, Revoked };
 
 /// Links to peers and the transports that made them.
 struct CommLinks {
@@ -40,6 +43,7 @@ struct ncclComm {
   std::atomic<ncclResult_t> asyncError{ncclSuccess};
   atl::AbortFlag abortFlag{false};
   std::atomic<int> activeCalls{0};  // API calls currently inside the engine (abort waits for them)
+  std::atomic<atl::RevokeState> revoke{atl::RevokeState::Live};
   uint32_t splitSeq = 0;
   uint64_t checkSeq = 0;    // collective launches fingerprinted under ATOLL_CHECK (core/call_check.h)
   std::thread initThread;  // non-blocking init (config.blocking = 0) runs here
@@ -66,5 +70,7 @@ Status abortActiveCalls(ncclComm* comm, const char* caller);
 
 /// Checks that `comm` is a live, initialised communicator.
 Status checkComm(const ncclComm* comm, const char* caller);
+/// checkComm, and not revoked: for calls that move data or finalize.
+Status checkCommUsable(const ncclComm* comm, const char* caller);
 
 }  // namespace atl

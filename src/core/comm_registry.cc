@@ -35,6 +35,16 @@ Status abortActiveCalls(ncclComm* comm, const char* caller) {
   return Status::Ok();
 }
 
+Status checkCommUsable(const ncclComm* comm, const char* caller) {
+  ATOLL_CHECK(checkComm(comm, caller));
+  if (comm->revoke.load(std::memory_order_acquire) != RevokeState::Live)
+    return ATOLL_ERROR(ncclInvalidUsage,
+                       "%s: the communicator was revoked (ncclCommRevoke); only destroy, abort, split or shrink may "
+                       "follow",
+                       caller);
+  return Status::Ok();
+}
+
 Status checkComm(const ncclComm* comm, const char* caller) {
   if (comm == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "%s: comm is NULL", caller);
   if (!isLiveComm(comm))

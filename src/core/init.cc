@@ -225,7 +225,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
 
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   // The host backend completes every call before returning, so there is nothing left to flush.
-  return apiGuard(__func__, [&] { return checkComm(comm, "ncclCommFinalize"); });
+  return apiGuard(__func__, [&] { return checkCommUsable(comm, "ncclCommFinalize"); });
 }
 
 NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
@@ -256,7 +256,19 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
 NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
   return apiGuard(__func__, [&]() -> Status {
     ATOLL_CHECK(checkComm(comm, "ncclCommRevoke"));
-    (void)revokeFlags;
-    return ATOLL_ERROR(ncclInvalidUsage, "ncclCommRevoke is not implemented yet in Atoll");
+    if (revokeFlags != NCCL_REVOKE_DEFAULT)
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclCommRevoke: revokeFlags must be NCCL_REVOKE_DEFAULT (0), got %d",
+                         revokeFlags);
+    RevokeState live = RevokeState::Live;
+    if (!comm->revoke.compare_exchange_strong(live, RevokeState::Revoking)) return Status::Ok();  // already
+    // Stop what other threads run on it (a peer may be dead or never come); they return an error
+    // and break their links, so peers still inside a collective with this rank fail fast too.
+    ATOLL_CHECK(abortActiveCalls(comm, "ncclCommRevoke"));
+    // Quiescent. The bootstrap must work again for split and shrink; data calls stay refused.
+    comm->abortFlag.store(false, std::memory_order_release);
+    comm->asyncError.store(ncclSuccess);
+    comm->revoke.store(RevokeState::Revoked, std::memory_order_release);
+    ATOLL_INFO(log::kInit, "comm %p rank %d revoked", (void*)comm, comm->rank);
+    return Status::Ok();
   });
 }

@@ -56,6 +56,7 @@ NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asy
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommGetAsyncError: not a live communicator");
     ncclResult_t e = comm->asyncError.load();
     if (e == ncclSuccess && comm->state.load() == CommState::Initializing) e = ncclInProgress;
+    if (comm->revoke.load() == RevokeState::Revoking) e = ncclInProgress;
     *asyncError = e;
     return Status::Ok();
   });

@@ -1,18 +1,24 @@
-// Fault injection: one rank is killed with SIGKILL in the middle of large all-reduces; every
+// Fault injection: one rank is killed with SIGKILL (or, with --stop, frozen with SIGSTOP: alive but
+// silent, so only ATOLL_TIMEOUT_MS can end the wait) in the middle of large all-reduces; every
 // survivor's call must fail (ncclRemoteError or ncclSystemError) within a bounded time, and
-// ncclCommGetAsyncError must report it. The parent measures from the victim's death (waitpid) to
-// each survivor's exit, which happens right after its failing call returns.
+// ncclCommGetAsyncError must report it. After ncclCommAbort each survivor must be back to the fds
+// and threads it had before ncclCommInitRank, and /dev/shm must hold nothing of the job. The parent
+// measures from the victim's death (or stop) to each survivor's exit, which happens right after
+// its failing call returns.
 //
-//   dead_peer --ranks N --victim V [--bytes B] [--limit-ms L]      (NCCL_SHM_DISABLE=1 for sockets)
+//   dead_peer --ranks N --victim V [--bytes B] [--limit-ms L] [--stop]   (NCCL_SHM_DISABLE=1: sockets)
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,10 +29,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kExitBase = 10;  // survivors exit with kExitBase + the ncclResult_t they got
+constexpr int kLeaked = 7;     // a survivor kept fds or threads after ncclCommAbort
 
-int child(int rank, int nranks, int victim, size_t bytes, int idFd) {
+int openFds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+int threads() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
+  return -1;
+}
+
+int child(int rank, int nranks, int victim, size_t bytes, int idFd, bool stop) {
   ncclUniqueId id;
   if (read(idFd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
+  const int fds0 = openFds(), threads0 = threads();
   ncclComm_t comm;
   if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 3;
   const size_t count = bytes / sizeof(float);
@@ -34,9 +58,9 @@ int child(int rank, int nranks, int victim, size_t bytes, int idFd) {
   for (int iter = 0;; ++iter) {
     if (rank == victim && iter == 2) {
       // Die part-way through the next call, not between calls.
-      std::thread([] {
+      std::thread([stop] {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        raise(SIGKILL);
+        raise(stop ? SIGSTOP : SIGKILL);
       }).detach();
     }
     ncclResult_t r = ncclAllReduce(buf.data(), buf.data(), count, ncclFloat, ncclSum, comm, nullptr);
@@ -47,6 +71,14 @@ int child(int rank, int nranks, int victim, size_t bytes, int idFd) {
                    ncclGetErrorString(async), ncclGetLastError(comm));
       if (async != r) return 4;
       ncclCommAbort(comm);
+      // Bootstrap listener threads close their sockets as they exit: allow them a moment.
+      for (int i = 0; i < 200 && (openFds() > fds0 || threads() > threads0); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (openFds() != fds0 || threads() != threads0) {
+        std::fprintf(stderr, "rank %d: after abort %d fds (%d before init), %d threads (%d before)\n", rank, openFds(),
+                     fds0, threads(), threads0);
+        return kLeaked;
+      }
       return kExitBase + r;
     }
     if (iter > 2000) return 5;  // the victim never died: the test itself is broken
@@ -57,6 +89,7 @@ int child(int rank, int nranks, int victim, size_t bytes, int idFd) {
 
 int main(int argc, char** argv) {
   int nranks = 4, victim = 1, childRank = -1, idFd = -1;
+  bool stop = false;
   size_t bytes = 32u << 20;
   long limitMs = 5000;
   for (int i = 1; i < argc; ++i) {
@@ -68,9 +101,10 @@ int main(int argc, char** argv) {
     else if (a == "--limit-ms") limitMs = std::atol(next());
     else if (a == "--child") childRank = std::atoi(next());
     else if (a == "--id-fd") idFd = std::atoi(next());
+    else if (a == "--stop") stop = true;
     else return std::fprintf(stderr, "unknown argument %s\n", a.c_str()), 2;
   }
-  if (childRank >= 0) return child(childRank, nranks, victim, bytes, idFd);
+  if (childRank >= 0) return child(childRank, nranks, victim, bytes, idFd, stop);
 
   // Children are exec'd before the id exists (no fork after the root thread has started).
   std::vector<pid_t> pids(static_cast<size_t>(nranks));
@@ -84,7 +118,7 @@ int main(int argc, char** argv) {
       std::string rs = std::to_string(r), fd = std::to_string(p[0]), n = std::to_string(nranks),
                   v = std::to_string(victim), b = std::to_string(bytes);
       execl("/proc/self/exe", argv[0], "--child", rs.c_str(), "--id-fd", fd.c_str(), "--ranks", n.c_str(), "--victim",
-            v.c_str(), "--bytes", b.c_str(), static_cast<char*>(nullptr));
+            v.c_str(), "--bytes", b.c_str(), stop ? "--stop" : static_cast<char*>(nullptr), static_cast<char*>(nullptr));
       _exit(127);
     }
     close(p[0]);
@@ -103,7 +137,7 @@ int main(int argc, char** argv) {
   int failures = 0, left = nranks;
   while (left > 0) {
     int status = 0;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
+    pid_t pid = waitpid(-1, &status, WNOHANG | WUNTRACED);
     if (pid == 0) {
       if (Clock::now() - start > std::chrono::seconds(120)) {
         std::fprintf(stderr, "FAIL: ranks still running after 120 s; killing them\n");
@@ -118,7 +152,14 @@ int main(int argc, char** argv) {
     int rank = 0;
     while (pids[static_cast<size_t>(rank)] != pid) ++rank;
     auto now = Clock::now();
+    if (rank == victim && WIFSTOPPED(status)) {
+      // Frozen, not dead: the survivors can only give up at ATOLL_TIMEOUT_MS. It is killed below.
+      victimDied = now;
+      std::printf("rank %d (victim) stopped: SIGSTOP\n", rank);
+      continue;
+    }
     if (rank == victim) {
+      if (stop) continue;  // killed by us once the survivors were done
       victimDied = now;
       std::printf("rank %d (victim) died: %s\n", rank,
                   WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? "SIGKILL" : "unexpected status");
@@ -129,11 +170,21 @@ int main(int argc, char** argv) {
     long ms = victimDied == Clock::time_point{}
                   ? -1
                   : static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(now - victimDied).count());
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kLeaked) {
+      std::printf("rank %d: LEAKED file descriptors or threads after ncclCommAbort\n", rank);
+      ++failures;
+      continue;
+    }
     bool okCode = code == ncclRemoteError || code == ncclSystemError;
     bool okTime = ms >= 0 && ms <= limitMs;
     std::printf("rank %d: %s after %ld ms%s\n", rank, okCode ? ncclGetErrorString(static_cast<ncclResult_t>(code)) : "WRONG EXIT",
                 ms, okTime ? "" : " (TOO SLOW or before the victim died)");
     if (!okCode || !okTime) ++failures;
+  }
+  if (stop) {
+    kill(pids[static_cast<size_t>(victim)], SIGKILL);
+    int status = 0;
+    waitpid(pids[static_cast<size_t>(victim)], &status, 0);
   }
   // Nothing may be left behind in /dev/shm by any rank, the dead one included.
   std::string leftovers = "ls /dev/shm 2>/dev/null | grep -c '^atoll-' > /dev/null";

@@ -1,5 +1,6 @@
 // Communicator life cycle beyond plain init: ncclCommShrink (survivors rebuild without excluded,
-// possibly dead, ranks) and non-blocking init (config.blocking = 0). Ranks are threads.
+// possibly dead, ranks), non-blocking init (config.blocking = 0), abort and revoke while another
+// thread is blocked in a collective. Ranks are threads.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -7,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -166,6 +168,67 @@ TEST(Abort, ReturnsPromptlyWhileAnotherThreadIsBlockedInACollective) {
   // Bootstrap listener threads close their sockets as they exit; allow them a moment.
   for (int i = 0; i < 100 && openFds() > fdsBefore; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(openFds(), fdsBefore) << "file descriptors leaked by init + abort";
+}
+
+TEST(Revoke, IdleThenOnlyManagementCallsAndSplitWorks) {
+  auto comms = initAll(4);
+  runRanks(4, [&](int r) {
+    ncclComm_t c = comms[r];
+    EXPECT_EQ(ncclCommRevoke(c, 1), ncclInvalidArgument);  // flags must be NCCL_REVOKE_DEFAULT
+    ASSERT_EQ(ncclCommRevoke(c, NCCL_REVOKE_DEFAULT), ncclSuccess) << ncclGetLastError(c);
+    EXPECT_EQ(ncclCommRevoke(c, NCCL_REVOKE_DEFAULT), ncclSuccess);  // idempotent
+    ncclResult_t async = ncclInternalError;
+    EXPECT_EQ(ncclCommGetAsyncError(c, &async), ncclSuccess);
+    EXPECT_EQ(async, ncclSuccess);  // quiescent once revoke returned
+    float x = 1;
+    EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, c, nullptr), ncclInvalidUsage);
+    EXPECT_NE(std::string(ncclGetLastError(c)).find("revoked"), std::string::npos) << ncclGetLastError(c);
+    EXPECT_EQ(ncclSend(&x, 1, ncclFloat, (r + 1) % 4, c, nullptr), ncclInvalidUsage);
+    EXPECT_EQ(ncclCommFinalize(c), ncclInvalidUsage);  // invalid after revoke, as in NCCL
+    ncclComm_t child = nullptr;
+    ASSERT_EQ(ncclCommSplit(c, r % 2, r, &child, nullptr), ncclSuccess) << ncclGetLastError(c);
+    int me = -1;
+    ASSERT_EQ(ncclCommUserRank(child, &me), ncclSuccess);
+    EXPECT_EQ(allReduceRankSum(child, me), 3.0f);  // ranks {0,2} and {1,3}: 1 + 2
+    EXPECT_EQ(ncclCommDestroy(child), ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+  });
+}
+
+TEST(Revoke, StopsACollectiveBlockedOnAnAbsentPeerThenShrink) {
+  auto comms = initAll(3);
+  std::atomic<ncclResult_t> blockedResult{ncclSuccess};
+  // Rank 0 enters an all-reduce that ranks 1 and 2 never join: only revoke can end it.
+  std::thread blocked([&] {
+    std::vector<float> v(1 << 20, 1.0f);
+    blockedResult = ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, comms[0], nullptr);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = Clock::now();
+  EXPECT_EQ(ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT), ncclSuccess) << ncclGetLastError(comms[0]);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  blocked.join();
+  EXPECT_NE(blockedResult.load(), ncclSuccess);
+  ncclResult_t async = ncclInternalError;
+  EXPECT_EQ(ncclCommGetAsyncError(comms[0], &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess);
+  // Every rank revokes, then the survivors (all of them here) rebuild and compute correctly.
+  runRanks(3, [&](int r) {
+    EXPECT_EQ(ncclCommRevoke(comms[r], NCCL_REVOKE_DEFAULT), ncclSuccess);
+    ncclComm_t child = nullptr;
+    int exclude[] = {2};
+    if (r == 2) {
+      EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+      return;
+    }
+    ASSERT_EQ(ncclCommShrink(comms[r], exclude, 1, &child, nullptr, NCCL_SHRINK_DEFAULT), ncclSuccess)
+        << ncclGetLastError(comms[r]);
+    int me = -1;
+    ASSERT_EQ(ncclCommUserRank(child, &me), ncclSuccess);
+    EXPECT_EQ(allReduceRankSum(child, me), 3.0f);
+    EXPECT_EQ(ncclCommDestroy(child), ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+  });
 }
 
 }  // namespace

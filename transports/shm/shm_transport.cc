@@ -15,6 +15,8 @@ class ShmConnector final : public Connector {
       : rank_(ctx.rank),
         peer_(peer),
         channel_(channel),
+        peerHost_(ctx.peers[static_cast<size_t>(peer)].hostname,
+                  strnlen(ctx.peers[static_cast<size_t>(peer)].hostname, sizeof ctx.peers[0].hostname)),
         commHash_(ctx.commHash),
         timeoutMs_(ctx.timeoutMs),
         abort_(ctx.abort),
@@ -30,11 +32,12 @@ class ShmConnector final : public Connector {
     ATOLL_INFO(log::kShm, "shm: rank %d <-> %d channel %d connected (%llu-byte rings)", rank_, peer_, channel_,
                static_cast<unsigned long long>(send.capacity()));
     return std::unique_ptr<Connection>(
-        std::make_unique<ShmConnection>(rank_, peer_, channel_, std::move(send), std::move(recv_)));
+        std::make_unique<ShmConnection>(rank_, peer_, channel_, peerHost_, std::move(send), std::move(recv_)));
   }
 
  private:
   int rank_, peer_, channel_;
+  std::string peerHost_;
   uint64_t commHash_;
   int timeoutMs_;
   const AbortFlag* abort_;
@@ -43,8 +46,13 @@ class ShmConnector final : public Connector {
 
 }  // namespace
 
-ShmConnection::ShmConnection(int rank, int peer, int channel, Ring sendRing, Ring recvRing)
-    : rank_(rank), peer_(peer), channel_(channel), send_(std::move(sendRing)), recv_(std::move(recvRing)) {
+ShmConnection::ShmConnection(int rank, int peer, int channel, std::string peerHost, Ring sendRing, Ring recvRing)
+    : rank_(rank),
+      peer_(peer),
+      channel_(channel),
+      peerHost_(std::move(peerHost)),
+      send_(std::move(sendRing)),
+      recv_(std::move(recvRing)) {
   sendHead_ = send_.header()->head.load(std::memory_order_relaxed);
   sendTail_ = send_.header()->tail.load(std::memory_order_acquire);
   recvTail_ = recv_.header()->tail.load(std::memory_order_relaxed);
@@ -70,8 +78,9 @@ Result<size_t> ShmConnection::send(const void* data, size_t n) {
     // The reader may be gone for good; look only now and then, a full ring is usually just a busy reader.
     bool probe = ++sendIdle_ % kProbeInterval == 0;
     if (send_.peerGone(probe))
-      return ATOLL_ERROR(ncclRemoteError, "shm: rank %d: peer rank %d (pid %d) %s channel %d", rank_, peer_,
-                         send_.peerPid(), send_.peerClosed() ? "closed" : "exited without closing", channel_);
+      return ATOLL_ERROR(ncclRemoteError, "shm: rank %d: peer rank %d (pid %d on host %s) %s channel %d", rank_, peer_,
+                         send_.peerPid(), peerHost_.c_str(), send_.peerClosed() ? "closed" : "exited without closing",
+                         channel_);
     return size_t{0};
   }
   sendIdle_ = 0;
@@ -94,8 +103,9 @@ Result<std::span<const std::byte>> ShmConnection::peek() {
       // The writer is gone, so head is final: hand out what it wrote before failing.
       recvHead_ = recv_.header()->head.load(std::memory_order_acquire);
       if ((recvHead_ & ~uint64_t{7}) <= recvTail_)
-        return ATOLL_ERROR(ncclRemoteError, "shm: rank %d: peer rank %d (pid %d) %s channel %d%s", rank_, peer_,
-                           recv_.peerPid(), recv_.peerClosed() ? "closed" : "exited without closing", channel_,
+        return ATOLL_ERROR(ncclRemoteError, "shm: rank %d: peer rank %d (pid %d on host %s) %s channel %d%s", rank_,
+                           peer_, recv_.peerPid(), peerHost_.c_str(),
+                           recv_.peerClosed() ? "closed" : "exited without closing", channel_,
                            recvHead_ != recvTail_ ? " (a partial word was left unread)" : "");
     } else {
       return std::span<const std::byte>();

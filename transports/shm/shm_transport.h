@@ -24,7 +24,7 @@ namespace atl::transport::shm {
 
 class ShmConnection final : public Connection {
  public:
-  ShmConnection(int rank, int peer, int channel, Ring sendRing, Ring recvRing);
+  ShmConnection(int rank, int peer, int channel, std::string peerHost, Ring sendRing, Ring recvRing);
   ~ShmConnection() override;
 
   Result<size_t> send(const void* data, size_t n) override;
@@ -39,6 +39,7 @@ class ShmConnection final : public Connection {
   static constexpr uint32_t kProbeInterval = 1u << 10;
 
   int rank_, peer_, channel_;
+  std::string peerHost_;  // for error messages
   Ring send_, recv_;
   uint64_t sendHead_ = 0;    // our copy of send_.head (we are its only writer)
   uint64_t sendTail_ = 0;    // last tail seen; refreshed only when the ring looks full

@@ -87,8 +87,11 @@ class SocketConnector final : public Connector {
     }
     ATOLL_INFO(log::kNet, "socket: rank %d <-> %d channel %d connected via %s", ctx_->rank, peer_, channel_,
                peerAddr.c_str());
+    // Errors name the peer's host as well as its address: that is what an operator looks for.
+    const transport::PeerInfo& who = ctx_->peers[static_cast<size_t>(peer_)];
+    std::string name = "host " + std::string(who.hostname, strnlen(who.hostname, sizeof who.hostname)) + " at " + peerAddr;
     return std::unique_ptr<Connection>(std::make_unique<SocketConnection>(std::move(fd_), ctx_->rank, peer_, channel_,
-                                                                          std::move(peerAddr), ctx_->bufferBytes));
+                                                                          std::move(name), ctx_->bufferBytes));
   }
 
  private:
