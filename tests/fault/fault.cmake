@@ -32,3 +32,11 @@ foreach(c count dtype op root coll p2p init none)
   add_test(NAME fault_call_mismatch_${c} COMMAND call_mismatch --case ${c} --ranks 4)
   set_tests_properties(fault_call_mismatch_${c} PROPERTIES TIMEOUT 90 LABELS "fault")
 endforeach()
+
+# Hostile clients against the root, the ranks' bootstrap listeners and their data listeners while
+# a job runs over TCP: the job must finish correctly and every kind of listener must log rejections.
+add_executable(hostile_listeners ${CMAKE_CURRENT_LIST_DIR}/hostile_listeners.cc)
+target_link_libraries(hostile_listeners PRIVATE atoll_static Threads::Threads)
+target_include_directories(hostile_listeners PRIVATE ${PROJECT_SOURCE_DIR}/src)
+add_test(NAME fault_hostile_listeners COMMAND hostile_listeners --ranks 4 --rounds 30)
+set_tests_properties(fault_hostile_listeners PROPERTIES TIMEOUT 150 LABELS "fault;security" RUN_SERIAL TRUE)
