@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
@@ -146,8 +147,44 @@ int openFds() {
   return n;
 }
 
+int threadCount() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  return -1;
+}
+
+/// Waits (up to 2 s) for exiting helper threads to finish closing their sockets; `othersFds` are
+/// fds that may legitimately remain open elsewhere (at most that many).
+void expectBackTo(int fds, int threads, const char* what, int othersFds = 0) {
+  for (int i = 0; i < 200 && (openFds() > fds + othersFds || threadCount() > threads); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GE(openFds(), fds);
+  EXPECT_LE(openFds(), fds + othersFds) << "file descriptors leaked by " << what;
+  EXPECT_EQ(threadCount(), threads) << "threads left running by " << what;
+}
+
+TEST(Abort, DuringNonBlockingInitReturnsPromptlyAndLeavesNothing) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);  // starts the root's thread and listener here
+  const int fds = openFds(), threads = threadCount();
+  {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t comm = nullptr;
+    ASSERT_EQ(ncclCommInitRankConfig(&comm, 3, id, 1, &config), ncclInProgress);  // ranks 0 and 2 never come
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto start = Clock::now();
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  }
+  // The root (not the communicator) keeps the connection this rank joined on, if it got that far,
+  // until every rank has joined or its own deadline passes: one fd that belongs to the root.
+  expectBackTo(fds, threads, "abort during init", 1);
+}
+
 TEST(Abort, ReturnsPromptlyWhileAnotherThreadIsBlockedInACollective) {
-  const int fdsBefore = openFds();
+  const int fdsBefore = openFds(), threadsBefore = threadCount();
   {
     auto comms = initAll(2);
     std::atomic<ncclResult_t> blockedResult{ncclSuccess};
@@ -165,9 +202,7 @@ TEST(Abort, ReturnsPromptlyWhileAnotherThreadIsBlockedInACollective) {
     // The peer sees its links broken and can be aborted too.
     EXPECT_EQ(ncclCommAbort(comms[1]), ncclSuccess);
   }
-  // Bootstrap listener threads close their sockets as they exit; allow them a moment.
-  for (int i = 0; i < 100 && openFds() > fdsBefore; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(openFds(), fdsBefore) << "file descriptors leaked by init + abort";
+  expectBackTo(fdsBefore, threadsBefore, "init + abort");
 }
 
 TEST(Revoke, IdleThenOnlyManagementCallsAndSplitWorks) {
