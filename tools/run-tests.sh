@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README; .ci/run calls exactly this): installs what is missing, builds with
-# warnings as errors, runs the whole suite, then the ASan+UBSan and TSan jobs on their subsets.
+# warnings as errors, runs the whole suite, then the ASan+UBSan and TSan jobs on their subsets, then
+# a short libFuzzer run of every target in tests/fuzz (ATOLL_FUZZ_SECONDS each, default 60).
 #   tools/run-tests.sh            everything (what CI runs)
 #   tools/run-tests.sh release    only the plain build and its full suite
 set -euo pipefail
@@ -27,5 +28,7 @@ if [ "$jobs" = all ]; then
     run_suite build-asan -E "$sanitizer_skip"
   bash tools/build.sh tsan
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_suite build-tsan -E "$sanitizer_skip"
+  echo "=== fuzz"
+  bash tools/run-fuzz.sh "${ATOLL_FUZZ_SECONDS:-60}" || status=1
 fi
 exit $status

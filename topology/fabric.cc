@@ -1,6 +1,8 @@
 #include "topology/fabric.h"
 
+#include <cctype>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -35,10 +37,24 @@ const FabricHost* Fabric::findHost(const std::string& name) const {
 
 namespace {
 
+// Found by tests/fuzz/fuzz_topology: from_chars takes "inf" and "nan", which the cost model
+// cannot use.
 bool toNum(const std::string& s, double* out) {
   const char* end = s.data() + s.size();
   const auto r = std::from_chars(s.data(), end, *out);
-  return r.ec == std::errc() && r.ptr == end;
+  return r.ec == std::errc() && r.ptr == end && std::isfinite(*out);
+}
+
+// Names are what host names are made of, and short enough for RankDesc::hostName. Anything else
+// (control bytes, NUL, a second "[a-b]" left in a host name after expansion) would not survive
+// formatFabric and parseFabric again, and could never match a real host (fuzz_topology found it).
+constexpr size_t kMaxName = 63;
+constexpr size_t kMaxHosts = size_t{1} << 20;
+bool goodName(const std::string& s) {
+  if (s.empty() || s.size() > kMaxName) return false;
+  for (unsigned char c : s)
+    if (!std::isalnum(c) && c != '.' && c != '-' && c != '_') return false;
+  return true;
 }
 
 std::string num(double v) {
@@ -123,6 +139,7 @@ Result<Fabric> parseFabric(const std::string& text) {
       }
       if (!haveBw) return bad("level " + name + " needs bw=");
     } else if (kind == "leaf") {
+      if (!goodName(name)) return bad("bad leaf name (letters, digits, '.', '-', '_'; at most 63)");
       if (!seenLeaves.insert(name).second) return bad("leaf " + name + " given twice");
       std::string island = name, group;
       std::vector<std::string> hosts;
@@ -140,6 +157,7 @@ Result<Fabric> parseFabric(const std::string& text) {
             std::string why;
             if (item.empty()) return bad("empty host name in hosts=");
             if (!expandHosts(item, &hosts, &why)) return bad(why);
+            if (hosts.size() > kMaxHosts) return bad("more than 1048576 hosts");
             pos = comma + 1;
           }
         } else {
@@ -148,7 +166,10 @@ Result<Fabric> parseFabric(const std::string& text) {
       }
       if (hosts.empty()) return bad("leaf " + name + " needs hosts=");
       if (group.empty()) group = island;
+      if (!goodName(island) || !goodName(group)) return bad("bad island or group name");
+      if (f.hosts.size() + hosts.size() > kMaxHosts) return bad("more than 1048576 hosts");
       for (const std::string& h : hosts) {
+        if (!goodName(h)) return bad("bad host name (letters, digits, '.', '-', '_'; at most 63)");
         if (!seenHosts.insert(h).second) return bad("host " + h + " is on two leaves");
         f.hosts.push_back(FabricHost{h, name, island, group});
       }

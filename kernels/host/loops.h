@@ -15,16 +15,22 @@ namespace atl::kernels::host {
 
 // ivdep: the contract allows dst to alias a source exactly but never partially, so no iteration
 // reads what an earlier one wrote. Without it GCC adds an overlap check that sends the common
-// in-place case (dst == a) down the scalar loop.
+// in-place case (dst == a) down the scalar loop. Clang only builds the fuzzers, whose
+// instrumentation defeats vectorisation anyway: no hint there.
+#if defined(__clang__)
+#define ATOLL_IVDEP
+#else
+#define ATOLL_IVDEP _Pragma("GCC ivdep")
+#endif
 template <class T, class F>
 [[gnu::always_inline]] inline void binaryLoop(T* d, const T* a, const T* b, size_t n, F f) {
-#pragma GCC ivdep
+ATOLL_IVDEP
   for (size_t i = 0; i < n; ++i) d[i] = f(a[i], b[i]);
 }
 
 template <class T, class F>
 [[gnu::always_inline]] inline void unaryLoop(T* d, const T* s, size_t n, F f) {
-#pragma GCC ivdep
+ATOLL_IVDEP
   for (size_t i = 0; i < n; ++i) d[i] = f(s[i]);
 }
 

@@ -1,5 +1,7 @@
 #include "bootstrap/messaging.h"
 
+#include "bootstrap/wire_check.h"
+
 #include <cstring>
 
 #include "core/debug.h"
@@ -49,26 +51,7 @@ std::span<const std::byte> BootstrapImpl::peerInfo(int r) const {
 }
 
 std::optional<size_t> BootstrapImpl::checkHeader(const ChallengeServer::Conn& c, std::string* why) const {
-  wire::MsgHeader h;
-  std::memcpy(&h, c.header.data(), sizeof(h));
-  if (h.magic != wire::kMsgMagic) {
-    *why = "not a bootstrap message (bad magic)";
-    return std::nullopt;
-  }
-  Digest want = wire::msgProof(secret_, c.nonce, h);
-  if (!constantTimeEqual(want, {h.proof, sizeof(h.proof)})) {
-    *why = "authentication failed (wrong secret)";
-    return std::nullopt;
-  }
-  if (h.from < 0 || h.from >= nranks_) {
-    *why = "sender rank " + std::to_string(h.from) + " out of range";
-    return std::nullopt;
-  }
-  if (h.len > wire::kMaxMessageBytes) {
-    *why = "message of " + std::to_string(h.len) + " bytes exceeds the bootstrap limit";
-    return std::nullopt;
-  }
-  return static_cast<size_t>(h.len);
+  return wire::checkMsgHeader(c.header, secret_, c.nonce, nranks_, why);
 }
 
 void BootstrapImpl::onMessage(ChallengeServer::Conn&& c) {

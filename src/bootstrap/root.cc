@@ -13,6 +13,7 @@
 
 #include "bootstrap/challenge_server.h"
 #include "bootstrap/wire.h"
+#include "bootstrap/wire_check.h"
 #include "core/debug.h"
 
 namespace atl::bootstrap {
@@ -56,30 +57,7 @@ class RootServer {
 
  private:
   std::optional<size_t> checkHeader(const ChallengeServer::Conn& c, std::string* why) {
-    wire::JoinHeader h;
-    std::memcpy(&h, c.header.data(), sizeof(h));
-    if (h.magic != wire::kJoinMagic) {
-      *why = "not a bootstrap join (bad magic)";
-      return std::nullopt;
-    }
-    if (h.version != wire::kVersion) {
-      *why = "protocol version " + std::to_string(h.version) + ", expected " + std::to_string(wire::kVersion);
-      return std::nullopt;
-    }
-    Digest want = wire::joinProof(secret_, c.nonce, h);
-    if (!constantTimeEqual(want, {h.proof, sizeof(h.proof)})) {
-      *why = "authentication failed (wrong unique id secret)";
-      return std::nullopt;
-    }
-    if (h.infoSize > wire::kMaxInfoSize) {
-      *why = "info size " + std::to_string(h.infoSize) + " exceeds " + std::to_string(wire::kMaxInfoSize);
-      return std::nullopt;
-    }
-    if (h.nranks < 1 || h.nranks > wire::kMaxRanks || h.rank < 0 || h.rank >= h.nranks) {
-      *why = "invalid rank " + std::to_string(h.rank) + " of nranks " + std::to_string(h.nranks);
-      return std::nullopt;
-    }
-    return h.infoSize;
+    return wire::checkJoinHeader(c.header, secret_, c.nonce, why);
   }
 
   void onJoin(ChallengeServer::Conn&& c) {

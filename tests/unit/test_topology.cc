@@ -578,6 +578,20 @@ TEST(TopologySummary, DescribesIslands) {
   EXPECT_NE(p.find("SYS"), std::string::npos);
 }
 
+// Found by tests/fuzz/fuzz_topology: names that are no host's name, and numbers that are not
+// numbers, used to be accepted (and did not survive formatFabric -> parseFabric).
+TEST(TopologyFabric, RejectsNamesThatCannotBeHostsAndNonFiniteNumbers) {
+  for (const std::string& bad : {std::string("leaf l0 hosts=node[1-2][3-4]\n"), std::string("leaf l0 hosts=a\x01b\n"),
+                                std::string("leaf l0 hosts=a") + '\0' + "b\n", std::string("leaf l\xa0 hosts=a\n"),
+                                std::string("leaf l0 island=p,q hosts=a\n"), std::string("level leaf bw=inf\n"),
+                                std::string("level leaf bw=1 lat=nan\n"), "leaf l0 hosts=" + std::string(64, 'x') + "\n"})
+    EXPECT_FALSE(topo::parseFabric(bad).ok()) << bad;
+  auto ok = topo::parseFabric("leaf l0 island=pod_0 group=g-1 hosts=node-01.example.com,n[08-10]\n");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->hosts.size(), 4u);
+  EXPECT_EQ(topo::formatFabric(*topo::parseFabric(topo::formatFabric(*ok))), topo::formatFabric(*ok));
+}
+
 TEST(TopologyFabric, OneHostUsesOnlyTheHostLevel) {
   auto f = topo::parseFabric("level leaf bw=50 lat=2\nleaf l0 hosts=h\n");
   ASSERT_TRUE(f.ok());

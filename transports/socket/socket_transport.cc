@@ -21,11 +21,6 @@ constexpr uint32_t kVersion = 1;
 constexpr int kHelloTimeoutMs = 10000;
 constexpr int kPollSliceMs = 100;
 
-Digest helloProof(const Secret& secret, const Hello& h) {
-  auto bytes = reinterpret_cast<const uint8_t*>(&h);
-  return hmacSha256(secret, std::span<const uint8_t>(bytes, offsetof(Hello, proof)));
-}
-
 Digest ackProof(const Secret& secret, const Hello& h) {
   uint8_t msg[sizeof(kAckMagic) + sizeof(Hello)];
   std::memcpy(msg, &kAckMagic, sizeof(kAckMagic));
@@ -189,14 +184,24 @@ bool AcceptPool::advance(const Context& ctx, Pending& p) {
   }
 }
 
-const char* AcceptPool::validate(const Context& ctx, const Hello& h) const {
+Digest helloProof(const Secret& secret, const Hello& h) {
+  auto bytes = reinterpret_cast<const uint8_t*>(&h);
+  return hmacSha256(secret, std::span<const uint8_t>(bytes, offsetof(Hello, proof)));
+}
+
+const char* checkHello(const Hello& h, uint64_t commHash, int rank, const Secret& secret) {
+  if (h.magic != kHelloMagic) return "not an Atoll hello (bad magic)";
   if (h.version != kVersion) return "protocol version mismatch";
-  if (h.commHash != ctx.commHash) return "belongs to another communicator";
-  if (h.toRank != ctx.rank) return "addressed to another rank";
-  if (h.fromRank < 0 || h.fromRank >= ctx.rank || h.channel < 0) return "bad rank or channel";
-  Digest want = helloProof(ctx.secret, h);
+  if (h.commHash != commHash) return "belongs to another communicator";
+  if (h.toRank != rank) return "addressed to another rank";
+  if (h.fromRank < 0 || h.fromRank >= rank || h.channel < 0) return "bad rank or channel";
+  Digest want = helloProof(secret, h);
   if (!constantTimeEqual(want, h.proof)) return "bad proof (wrong secret)";
   return nullptr;
+}
+
+const char* AcceptPool::validate(const Context& ctx, const Hello& h) const {
+  return checkHello(h, ctx.commHash, ctx.rank, ctx.secret);
 }
 
 Status SocketTransport::attach(const Context& ctx) {

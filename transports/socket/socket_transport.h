@@ -49,6 +49,12 @@ struct Ack {
 };
 static_assert(sizeof(Ack) == 40);
 
+/// HMAC-SHA256(secret, the hello up to its proof).
+Digest helloProof(const Secret& secret, const Hello& h);
+/// Why an accepted connection's hello is not from a lower rank of this communicator addressed to
+/// `rank` (nullptr: it is). Free, so the fuzzers (tests/fuzz) run exactly what the listener runs.
+const char* checkHello(const Hello& h, uint64_t commHash, int rank, const Secret& secret);
+
 /// Listener plus the connections it accepted but has not handed out yet (shared with connectors).
 class AcceptPool {
  public:

@@ -1,0 +1,90 @@
+// The handshake parsers every listener runs on untrusted bytes: the root's join header, the rank
+// message header, the data transport's hello. The first byte picks the parser; with "authentic"
+// modes the harness signs the fuzzed fields with the job's secret, so the fuzzer also reaches the
+// checks behind the HMAC (a buggy or foreign-build peer that knows the secret) and the bounds on
+// every length must still hold.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
+
+#include "bootstrap/wire_check.h"
+#include "transports/socket/socket_transport.h"
+
+namespace {
+
+namespace wire = atl::bootstrap::wire;
+using atl::transport::socket::Hello;
+
+const atl::Secret kSecret = [] {
+  atl::Secret s{};
+  for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint8_t>(i * 7 + 1);
+  return s;
+}();
+const wire::Nonce kNonce = [] {
+  wire::Nonce n{};
+  for (size_t i = 0; i < n.size(); ++i) n[i] = static_cast<uint8_t>(255 - i);
+  return n;
+}();
+
+template <class T>
+T fill(const uint8_t* data, size_t size) {
+  T t{};
+  std::memcpy(&t, data, std::min(size, sizeof(T)));
+  return t;
+}
+
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 2) return 0;
+  const uint8_t mode = data[0] % 6, knob = data[1];
+  data += 2, size -= 2;
+  std::string why;
+  switch (mode) {
+    case 0:  // raw bytes at the root
+      check(!wire::checkJoinHeader({data, size}, kSecret, kNonce, &why).has_value() || size == sizeof(wire::JoinHeader));
+      break;
+    case 1:  // raw bytes at a rank's message listener
+      (void)wire::checkMsgHeader({data, size}, kSecret, kNonce, 1 + knob % 64, &why);
+      break;
+    case 2: {  // an authentic join with fuzzed fields
+      wire::JoinHeader h = fill<wire::JoinHeader>(data, size);
+      if (knob & 1) h.magic = wire::kJoinMagic, h.version = wire::kVersion;
+      atl::Digest d = wire::joinProof(kSecret, kNonce, h);
+      std::memcpy(h.proof, d.data(), d.size());
+      auto got = wire::checkJoinHeader({reinterpret_cast<const uint8_t*>(&h), sizeof(h)}, kSecret, kNonce, &why);
+      if (got) check(*got <= wire::kMaxInfoSize && h.rank >= 0 && h.rank < h.nranks && h.nranks <= wire::kMaxRanks);
+      break;
+    }
+    case 3: {  // an authentic message header with fuzzed fields
+      wire::MsgHeader h = fill<wire::MsgHeader>(data, size);
+      if (knob & 1) h.magic = wire::kMsgMagic;
+      atl::Digest d = wire::msgProof(kSecret, kNonce, h);
+      std::memcpy(h.proof, d.data(), d.size());
+      const int nranks = 1 + knob % 64;
+      auto got = wire::checkMsgHeader({reinterpret_cast<const uint8_t*>(&h), sizeof(h)}, kSecret, kNonce, nranks, &why);
+      if (got) check(*got <= wire::kMaxMessageBytes && h.from >= 0 && h.from < nranks);
+      break;
+    }
+    case 4:  // raw bytes at a data listener
+      (void)atl::transport::socket::checkHello(fill<Hello>(data, size), 0x1234, knob % 16, kSecret);
+      break;
+    default: {  // an authentic hello with fuzzed fields
+      Hello h = fill<Hello>(data, size);
+      if (knob & 1) h.magic = 0x41544c48, h.version = 1;
+      atl::Digest d = atl::transport::socket::helloProof(kSecret, h);
+      std::memcpy(h.proof, d.data(), d.size());
+      const int rank = knob % 16;
+      if (atl::transport::socket::checkHello(h, h.commHash, rank, kSecret) == nullptr)
+        check(h.fromRank >= 0 && h.fromRank < rank && h.toRank == rank && h.channel >= 0);
+      break;
+    }
+  }
+  return 0;
+}
