@@ -105,6 +105,7 @@ Status BootstrapImpl::sendTo(int peer, uint32_t tag, std::span<const std::byte> 
   h.magic = wire::kMsgMagic;
   h.from = rank_;
   h.tag = tag;
+  h.version = wire::kVersion;
   h.len = data.size();
   Digest proof = wire::msgProof(secret_, nonce, h);
   std::memcpy(h.proof, proof.data(), proof.size());

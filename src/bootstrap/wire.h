@@ -55,7 +55,7 @@ struct MsgHeader {
   uint32_t magic;
   int32_t from;
   uint32_t tag;
-  uint32_t pad;
+  uint32_t version;  // kVersion
   uint64_t len;
   uint8_t proof[32];
 };
@@ -84,6 +84,7 @@ inline Digest msgProof(const Secret& secret, const Nonce& nonce, const MsgHeader
   put(m, nonce.data(), nonce.size());
   put(m, &h.from, sizeof(h.from));
   put(m, &h.tag, sizeof(h.tag));
+  put(m, &h.version, sizeof(h.version));
   put(m, &h.len, sizeof(h.len));
   return hmacSha256(secret, m);
 }

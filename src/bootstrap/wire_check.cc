@@ -50,6 +50,10 @@ std::optional<size_t> checkMsgHeader(std::span<const uint8_t> header, const Secr
     *why = "not a bootstrap message (bad magic)";
     return std::nullopt;
   }
+  if (h.version != kVersion) {
+    *why = "protocol version " + std::to_string(h.version) + ", expected " + std::to_string(kVersion);
+    return std::nullopt;
+  }
   Digest want = msgProof(secret, nonce, h);
   if (!constantTimeEqual(want, {h.proof, sizeof(h.proof)})) {
     *why = "authentication failed (wrong secret)";

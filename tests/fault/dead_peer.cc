@@ -6,7 +6,10 @@
 // measures from the victim's death (or stop) to each survivor's exit, which happens right after
 // its failing call returns.
 //
-//   dead_peer --ranks N --victim V [--bytes B] [--limit-ms L] [--stop]   (NCCL_SHM_DISABLE=1: sockets)
+// With --shrink the survivors then recover as a training job would: ncclCommShrink without the
+// victim (NCCL_SHRINK_ABORT), and a checked all-reduce on the new communicator.
+//
+//   dead_peer --ranks N --victim V [--bytes B] [--limit-ms L] [--stop | --shrink]   (NCCL_SHM_DISABLE=1: sockets)
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -47,7 +50,26 @@ int threads() {
   return -1;
 }
 
-int child(int rank, int nranks, int victim, size_t bytes, int idFd, bool stop) {
+constexpr int kShrinkFailed = 8;  // the survivors could not rebuild and compute without the victim
+
+/// Survivors only: a communicator without the victim, and a correct all-reduce on it.
+bool recover(ncclComm_t comm, int rank, int nranks, int victim) {
+  int exclude[] = {victim};
+  ncclComm_t child = nullptr;
+  if (ncclCommShrink(comm, exclude, 1, &child, nullptr, NCCL_SHRINK_ABORT) != ncclSuccess) {
+    std::fprintf(stderr, "rank %d: shrink failed: %s\n", rank, ncclGetLastError(comm));
+    return false;
+  }
+  std::vector<float> v(100003, static_cast<float>(rank + 1));
+  const bool ran = ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, child, nullptr) == ncclSuccess;
+  const float want = static_cast<float>(nranks * (nranks + 1) / 2 - (victim + 1));
+  bool right = ran;
+  for (float x : v) right = right && x == want;
+  if (!right) std::fprintf(stderr, "rank %d: all-reduce after shrink %s\n", rank, ran ? "wrong" : "failed");
+  return ncclCommDestroy(child) == ncclSuccess && right;
+}
+
+int child(int rank, int nranks, int victim, size_t bytes, int idFd, bool stop, bool shrink) {
   ncclUniqueId id;
   if (read(idFd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
   const int fds0 = openFds(), threads0 = threads();
@@ -70,6 +92,7 @@ int child(int rank, int nranks, int victim, size_t bytes, int idFd, bool stop) {
       std::fprintf(stderr, "rank %d: iteration %d failed with %s (async %s): %s\n", rank, iter, ncclGetErrorString(r),
                    ncclGetErrorString(async), ncclGetLastError(comm));
       if (async != r) return 4;
+      if (shrink && !recover(comm, rank, nranks, victim)) return kShrinkFailed;
       ncclCommAbort(comm);
       // Bootstrap listener threads close their sockets as they exit: allow them a moment.
       for (int i = 0; i < 200 && (openFds() > fds0 || threads() > threads0); ++i)
@@ -89,7 +112,7 @@ int child(int rank, int nranks, int victim, size_t bytes, int idFd, bool stop) {
 
 int main(int argc, char** argv) {
   int nranks = 4, victim = 1, childRank = -1, idFd = -1;
-  bool stop = false;
+  bool stop = false, shrink = false;
   size_t bytes = 32u << 20;
   long limitMs = 5000;
   for (int i = 1; i < argc; ++i) {
@@ -102,9 +125,10 @@ int main(int argc, char** argv) {
     else if (a == "--child") childRank = std::atoi(next());
     else if (a == "--id-fd") idFd = std::atoi(next());
     else if (a == "--stop") stop = true;
+    else if (a == "--shrink") shrink = true;
     else return std::fprintf(stderr, "unknown argument %s\n", a.c_str()), 2;
   }
-  if (childRank >= 0) return child(childRank, nranks, victim, bytes, idFd, stop);
+  if (childRank >= 0) return child(childRank, nranks, victim, bytes, idFd, stop, shrink);
 
   // Children are exec'd before the id exists (no fork after the root thread has started).
   std::vector<pid_t> pids(static_cast<size_t>(nranks));
@@ -118,7 +142,8 @@ int main(int argc, char** argv) {
       std::string rs = std::to_string(r), fd = std::to_string(p[0]), n = std::to_string(nranks),
                   v = std::to_string(victim), b = std::to_string(bytes);
       execl("/proc/self/exe", argv[0], "--child", rs.c_str(), "--id-fd", fd.c_str(), "--ranks", n.c_str(), "--victim",
-            v.c_str(), "--bytes", b.c_str(), stop ? "--stop" : static_cast<char*>(nullptr), static_cast<char*>(nullptr));
+            v.c_str(), "--bytes", b.c_str(), stop ? "--stop" : shrink ? "--shrink" : static_cast<char*>(nullptr),
+            static_cast<char*>(nullptr));
       _exit(127);
     }
     close(p[0]);
@@ -170,6 +195,11 @@ int main(int argc, char** argv) {
     long ms = victimDied == Clock::time_point{}
                   ? -1
                   : static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(now - victimDied).count());
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kShrinkFailed) {
+      std::printf("rank %d: FAILED to shrink and all-reduce without the victim\n", rank);
+      ++failures;
+      continue;
+    }
     if (WIFEXITED(status) && WEXITSTATUS(status) == kLeaked) {
       std::printf("rank %d: LEAKED file descriptors or threads after ncclCommAbort\n", rank);
       ++failures;

@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 3: {  // an authentic message header with fuzzed fields
       wire::MsgHeader h = fill<wire::MsgHeader>(data, size);
-      if (knob & 1) h.magic = wire::kMsgMagic;
+      if (knob & 1) h.magic = wire::kMsgMagic, h.version = wire::kVersion;
       atl::Digest d = wire::msgProof(kSecret, kNonce, h);
       std::memcpy(h.proof, d.data(), d.size());
       const int nranks = 1 + knob % 64;
