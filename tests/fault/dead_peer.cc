@@ -72,6 +72,9 @@ bool recover(ncclComm_t comm, int rank, int nranks, int victim) {
 int child(int rank, int nranks, int victim, size_t bytes, int idFd, bool stop, bool shrink) {
   ncclUniqueId id;
   if (read(idFd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
+  // Sanitizer runtimes start a helper thread of their own at the first thread creation: let that
+  // happen before the baseline.
+  std::thread([] {}).join();
   const int fds0 = openFds(), threads0 = threads();
   ncclComm_t comm;
   if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 3;

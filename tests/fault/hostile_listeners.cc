@@ -41,6 +41,10 @@ int rankMain(int rank, int nranks, int rounds, int idFd) {
   if (read(idFd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
   ncclComm_t comm;
   if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 3;
+  // Wait until the attacker has hit every listener at least twice, so that the data listeners have
+  // hostile connections queued when the first split makes them accept again.
+  char go = 0;
+  if (read(idFd, &go, 1) != 1) return 8;
   std::vector<float> v;
   auto check = [&](ncclComm_t c, int me, int n, size_t count) {
     v.assign(count, static_cast<float>(me + 1));
@@ -230,6 +234,7 @@ int main(int argc, char** argv) {
   // this process; the ranks' listeners appear as they initialise and split.
   std::atomic<bool> stop{false};
   std::atomic<int> attacks{0};
+  std::atomic<int> fullWaves{0};  // waves that found both listeners of every rank
   std::set<std::pair<std::string, int>> seen;
   std::thread attacker([&] {
     std::mt19937_64 rng(12345);
@@ -242,6 +247,7 @@ int main(int argc, char** argv) {
       std::vector<std::thread> wave;
       std::vector<std::vector<int>> waveHeld;
       const auto found = listeners(watched);
+      const bool full = found.size() >= static_cast<size_t>(2 * nranks);
       waveHeld.resize(found.size());
       size_t k = 0;
       for (const auto& [ip, port] : found) {
@@ -253,6 +259,7 @@ int main(int argc, char** argv) {
         ++k;
       }
       for (std::thread& t : wave) t.join();
+      if (full) ++fullWaves;
       for (auto& h : waveHeld) held.insert(held.end(), h.begin(), h.end());
       if (std::chrono::steady_clock::now() - lastRelease > std::chrono::seconds(6)) {
         for (int fd : held) close(fd);
@@ -264,8 +271,13 @@ int main(int argc, char** argv) {
     for (int fd : held) close(fd);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the root is attacked before anyone joins
-  for (int fd : idPipes) {
+  for (int fd : idPipes)
     if (write(fd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
+  const auto waitStart = std::chrono::steady_clock::now();
+  while (fullWaves.load() < 2 && std::chrono::steady_clock::now() - waitStart < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int fd : idPipes) {
+    if (write(fd, "g", 1) != 1) return 2;
     close(fd);
   }
   int failures = 0;

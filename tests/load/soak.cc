@@ -23,6 +23,14 @@
 
 #include "nccl.h"
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// ASan quarantines freed memory and TSan keeps shadow and history for it, so resident memory
+// climbs by design under both; ASan's leak checker judges memory there instead.
+constexpr bool kCheckRss = false;
+#else
+constexpr bool kCheckRss = true;
+#endif
+
 namespace {
 
 enum Kind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kGather, kScatter, kRing, kKinds };
@@ -323,8 +331,8 @@ int rankMain(int rank, int n, int ops, size_t maxBytes, uint64_t seed, int idFd)
   fflush(stdout);
   // The plan cache (64 plans, each with its scratch) fills with the shapes seen, so memory may rise
   // while it fills; in the second half it must stay put (a leak grows with the op count).
-  if (after.fds != before.fds || after.threads != before.threads || after.rssKiB - before.rssKiB > 16 * 1024 ||
-      after.rssKiB - mid.rssKiB > 4 * 1024) {
+  if (after.fds != before.fds || after.threads != before.threads ||
+      (kCheckRss && (after.rssKiB - before.rssKiB > 16 * 1024 || after.rssKiB - mid.rssKiB > 4 * 1024))) {
     fprintf(stderr, "rank %d: resources grew\n", rank);
     return 5;
   }
