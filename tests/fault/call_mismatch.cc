@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "tests/common/rank_procs.h"
 
 namespace {
 
@@ -55,7 +56,7 @@ ncclResult_t mismatched(const std::string& which, int rank, int nranks, ncclComm
 int child(const std::string& which, int rank, int nranks, int idFd, const std::string& outDir) {
   alarm(60);  // a hang is a failure, not a stuck CI job
   ncclUniqueId id;
-  if (read(idFd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
+  if (!atl::test::readUniqueId(idFd, &id)) return 2;
   if (which == "init" && rank == odd(nranks)) setenv("ATOLL_CHECK", "0", 1);
   ncclComm_t comm;
   const ncclResult_t init = ncclCommInitRank(&comm, nranks, id, rank);
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
     if (i + 1 >= argc) return std::fprintf(stderr, "missing value for %s\n", a.c_str()), 2;
     if (a == "--case") which = argv[++i];
     else if (a == "--ranks") nranks = std::atoi(argv[++i]);
-    else if (a == "--child") childRank = std::atoi(argv[++i]);
+    else if (a == "--rank") childRank = std::atoi(argv[++i]);
     else if (a == "--id-fd") idFd = std::atoi(argv[++i]);
     else if (a == "--out") outDir = argv[++i];
     else return std::fprintf(stderr, "unknown argument %s\n", a.c_str()), 2;
@@ -111,29 +112,13 @@ int main(int argc, char** argv) {
   if (mkdtemp(tmpl) == nullptr) return 2;
   outDir = tmpl;
 
-  std::vector<pid_t> pids;
-  std::vector<int> idPipes;
-  for (int r = 0; r < nranks; ++r) {
-    int p[2];
-    if (pipe(p) != 0) return 2;
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(p[1]);
-      const std::string rs = std::to_string(r), fd = std::to_string(p[0]), n = std::to_string(nranks);
-      execl("/proc/self/exe", argv[0], "--child", rs.c_str(), "--id-fd", fd.c_str(), "--ranks", n.c_str(), "--case",
-            which.c_str(), "--out", outDir.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(p[0]);
-    pids.push_back(pid);
-    idPipes.push_back(p[1]);
-  }
+  atl::test::RankProcs procs;
   ncclUniqueId id;
-  if (ncclGetUniqueId(&id) != ncclSuccess) return 2;
-  for (int fd : idPipes) {
-    if (write(fd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
-    close(fd);
-  }
+  if (!atl::test::spawnRanks(nranks, argv[0], {"--ranks", std::to_string(nranks), "--case", which, "--out", outDir},
+                             &procs) ||
+      ncclGetUniqueId(&id) != ncclSuccess || !atl::test::sendUniqueId(procs, id))
+    return 2;
+  const std::vector<pid_t>& pids = procs.pids;
   int failures = 0;
   for (int r = 0; r < nranks; ++r) {
     int status = 0;

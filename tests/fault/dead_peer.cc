@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "tests/common/rank_procs.h"
 
 namespace {
 
@@ -71,7 +72,7 @@ bool recover(ncclComm_t comm, int rank, int nranks, int victim) {
 
 int child(int rank, int nranks, int victim, size_t bytes, int idFd, bool stop, bool shrink) {
   ncclUniqueId id;
-  if (read(idFd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
+  if (!atl::test::readUniqueId(idFd, &id)) return 2;
   // Sanitizer runtimes start a helper thread of their own at the first thread creation: let that
   // happen before the baseline.
   std::thread([] {}).join();
@@ -125,7 +126,7 @@ int main(int argc, char** argv) {
     else if (a == "--victim") victim = std::atoi(next());
     else if (a == "--bytes") bytes = std::strtoull(next(), nullptr, 0);
     else if (a == "--limit-ms") limitMs = std::atol(next());
-    else if (a == "--child") childRank = std::atoi(next());
+    else if (a == "--rank") childRank = std::atoi(next());
     else if (a == "--id-fd") idFd = std::atoi(next());
     else if (a == "--stop") stop = true;
     else if (a == "--shrink") shrink = true;
@@ -133,32 +134,16 @@ int main(int argc, char** argv) {
   }
   if (childRank >= 0) return child(childRank, nranks, victim, bytes, idFd, stop, shrink);
 
-  // Children are exec'd before the id exists (no fork after the root thread has started).
-  std::vector<pid_t> pids(static_cast<size_t>(nranks));
-  std::vector<int> idPipes(static_cast<size_t>(nranks));
-  for (int r = 0; r < nranks; ++r) {
-    int p[2];
-    if (pipe(p) != 0) return 2;
-    pid_t pid = fork();
-    if (pid == 0) {
-      close(p[1]);
-      std::string rs = std::to_string(r), fd = std::to_string(p[0]), n = std::to_string(nranks),
-                  v = std::to_string(victim), b = std::to_string(bytes);
-      execl("/proc/self/exe", argv[0], "--child", rs.c_str(), "--id-fd", fd.c_str(), "--ranks", n.c_str(), "--victim",
-            v.c_str(), "--bytes", b.c_str(), stop ? "--stop" : shrink ? "--shrink" : static_cast<char*>(nullptr),
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(p[0]);
-    pids[static_cast<size_t>(r)] = pid;
-    idPipes[static_cast<size_t>(r)] = p[1];
-  }
+  std::vector<std::string> args{"--ranks", std::to_string(nranks), "--victim", std::to_string(victim), "--bytes",
+                                std::to_string(bytes)};
+  if (stop) args.push_back("--stop");
+  if (shrink) args.push_back("--shrink");
+  atl::test::RankProcs procs;
   ncclUniqueId id;
-  if (ncclGetUniqueId(&id) != ncclSuccess) return 2;
-  for (int fd : idPipes) {
-    if (write(fd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
-    close(fd);
-  }
+  if (!atl::test::spawnRanks(nranks, argv[0], args, &procs) || ncclGetUniqueId(&id) != ncclSuccess ||
+      !atl::test::sendUniqueId(procs, id))
+    return 2;
+  const std::vector<pid_t>& pids = procs.pids;
 
   const auto start = Clock::now();
   Clock::time_point victimDied{};

@@ -2,6 +2,7 @@
 # survivor within the limit (the target is 2 s; the limit leaves room for a loaded CI machine).
 add_executable(dead_peer ${CMAKE_CURRENT_LIST_DIR}/dead_peer.cc)
 target_link_libraries(dead_peer PRIVATE atoll)
+target_include_directories(dead_peer PRIVATE ${PROJECT_SOURCE_DIR})
 # Sanitizers slow every poll 5-20x; the bound then only checks "bounded", not the 2 s target.
 set(ATOLL_FAULT_LIMIT_MS 5000)
 if(ATOLL_SANITIZE)
@@ -30,6 +31,7 @@ endforeach()
 # communicator stays usable, and correct calls raise nothing.
 add_executable(call_mismatch ${CMAKE_CURRENT_LIST_DIR}/call_mismatch.cc)
 target_link_libraries(call_mismatch PRIVATE atoll)
+target_include_directories(call_mismatch PRIVATE ${PROJECT_SOURCE_DIR})
 foreach(c count dtype op root coll p2p init none)
   add_test(NAME fault_call_mismatch_${c} COMMAND call_mismatch --case ${c} --ranks 4)
   set_tests_properties(fault_call_mismatch_${c} PROPERTIES TIMEOUT 90 LABELS "fault")
@@ -39,6 +41,6 @@ endforeach()
 # a job runs over TCP: the job must finish correctly and every kind of listener must log rejections.
 add_executable(hostile_listeners ${CMAKE_CURRENT_LIST_DIR}/hostile_listeners.cc)
 target_link_libraries(hostile_listeners PRIVATE atoll_static Threads::Threads)
-target_include_directories(hostile_listeners PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_include_directories(hostile_listeners PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
 add_test(NAME fault_hostile_listeners COMMAND hostile_listeners --ranks 4 --rounds 30)
 set_tests_properties(fault_hostile_listeners PROPERTIES TIMEOUT 150 LABELS "fault;security" RUN_SERIAL TRUE)

@@ -30,6 +30,7 @@
 
 #include "bootstrap/wire.h"
 #include "nccl.h"
+#include "tests/common/rank_procs.h"
 
 namespace {
 
@@ -38,7 +39,7 @@ namespace wire = atl::bootstrap::wire;
 int rankMain(int rank, int nranks, int rounds, int idFd) {
   alarm(120);
   ncclUniqueId id;
-  if (read(idFd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
+  if (!atl::test::readUniqueId(idFd, &id)) return 2;
   ncclComm_t comm;
   if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 3;
   // Wait until the attacker has hit every listener at least twice, so that the data listeners have
@@ -206,27 +207,11 @@ int main(int argc, char** argv) {
   if (mkdtemp(tmpl) == nullptr) return 2;
   const std::string dir = tmpl;
 
-  std::vector<pid_t> pids;
-  std::vector<int> idPipes;
-  for (int r = 0; r < nranks; ++r) {
-    int p[2];
-    if (pipe(p) != 0) return 2;
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(p[1]);
-      const int log = ::open((dir + "/r" + std::to_string(r) + ".log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(log, 1);  // NCCL logs to stdout
-      dup2(log, 2);
-      const std::string rs = std::to_string(r), fd = std::to_string(p[0]), n = std::to_string(nranks),
-                        rd = std::to_string(rounds);
-      execl("/proc/self/exe", argv[0], "--rank", rs.c_str(), "--id-fd", fd.c_str(), "--ranks", n.c_str(), "--rounds",
-            rd.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(p[0]);
-    pids.push_back(pid);
-    idPipes.push_back(p[1]);
-  }
+  atl::test::RankProcs procs;
+  if (!atl::test::spawnRanks(nranks, argv[0], {"--ranks", std::to_string(nranks), "--rounds", std::to_string(rounds)},
+                             &procs, dir))
+    return 2;
+  const std::vector<pid_t>& pids = procs.pids;
   ncclUniqueId id;
   if (ncclGetUniqueId(&id) != ncclSuccess) return 2;
 
@@ -271,12 +256,11 @@ int main(int argc, char** argv) {
     for (int fd : held) close(fd);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the root is attacked before anyone joins
-  for (int fd : idPipes)
-    if (write(fd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
+  if (!atl::test::sendUniqueId(procs, id, /*keepOpen=*/true)) return 2;
   const auto waitStart = std::chrono::steady_clock::now();
   while (fullWaves.load() < 2 && std::chrono::steady_clock::now() - waitStart < std::chrono::seconds(60))
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  for (int fd : idPipes) {
+  for (int fd : procs.pipes) {
     if (write(fd, "g", 1) != 1) return 2;
     close(fd);
   }

@@ -2,6 +2,7 @@
 # Sanitizer builds run a tenth of it (same code paths, 5-20x slower per op).
 add_executable(soak ${CMAKE_CURRENT_LIST_DIR}/soak.cc)
 target_link_libraries(soak PRIVATE atoll)
+target_include_directories(soak PRIVATE ${PROJECT_SOURCE_DIR})
 set(ATOLL_SOAK_OPS 20000)
 if(ATOLL_SANITIZE)
   set(ATOLL_SOAK_OPS 2000)

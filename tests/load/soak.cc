@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "tests/common/rank_procs.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 // ASan quarantines freed memory and TSan keeps shadow and history for it, so resident memory
@@ -306,7 +307,7 @@ bool runOne(ncclComm_t comm, int rank, int n, int i, const Op& op, std::vector<u
 
 int rankMain(int rank, int n, int ops, size_t maxBytes, uint64_t seed, int idFd) {
   ncclUniqueId id;
-  if (read(idFd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
+  if (!atl::test::readUniqueId(idFd, &id)) return 2;
   ncclComm_t comm;
   if (ncclCommInitRank(&comm, n, id, rank) != ncclSuccess) return 3;
   std::vector<uint8_t> a, b;
@@ -363,30 +364,15 @@ int main(int argc, char** argv) {
   if (nranks < 1 || ops < 1 || maxBytes < 8) return fprintf(stderr, "bad --ranks/--ops/--max-bytes\n"), 2;
   if (childRank >= 0) return rankMain(childRank, nranks, ops, maxBytes, seed, idFd);
 
-  std::vector<pid_t> pids;
-  std::vector<int> idPipes;
-  for (int r = 0; r < nranks; ++r) {
-    int p[2];
-    if (pipe(p) != 0) return 2;
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(p[1]);
-      const std::string rs = std::to_string(r), fd = std::to_string(p[0]), nr = std::to_string(nranks),
-                        no = std::to_string(ops), mb = std::to_string(maxBytes), sd = std::to_string(seed);
-      execl("/proc/self/exe", argv[0], "--rank", rs.c_str(), "--id-fd", fd.c_str(), "--ranks", nr.c_str(), "--ops",
-            no.c_str(), "--max-bytes", mb.c_str(), "--seed", sd.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(p[0]);
-    pids.push_back(pid);
-    idPipes.push_back(p[1]);
-  }
+  atl::test::RankProcs procs;
   ncclUniqueId id;
-  if (ncclGetUniqueId(&id) != ncclSuccess) return 2;
-  for (int fd : idPipes) {
-    if (write(fd, &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) return 2;
-    close(fd);
-  }
+  if (!atl::test::spawnRanks(nranks, argv[0],
+                             {"--ranks", std::to_string(nranks), "--ops", std::to_string(ops), "--max-bytes",
+                              std::to_string(maxBytes), "--seed", std::to_string(seed)},
+                             &procs) ||
+      ncclGetUniqueId(&id) != ncclSuccess || !atl::test::sendUniqueId(procs, id))
+    return 2;
+  const std::vector<pid_t>& pids = procs.pids;
   const auto start = std::chrono::steady_clock::now();
   int failures = 0;
   for (int r = 0; r < nranks; ++r) {
