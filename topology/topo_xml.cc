@@ -1,6 +1,7 @@
 #include "topology/topo_xml.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -16,10 +17,12 @@ std::string num(double v) {
   return std::string(buf, r.ptr);
 }
 
+// Finite only: from_chars takes "inf" and "nan", and an infinite NIC speed or link bandwidth would
+// reach paths and the cost model (tests/fuzz/fuzz_topology holds every loaded graph to this).
 bool parseNum(const std::string& s, double* out) {
   const char* end = s.data() + s.size();
   const auto r = std::from_chars(s.data(), end, *out);
-  return r.ec == std::errc() && r.ptr == end;
+  return r.ec == std::errc() && r.ptr == end && std::isfinite(*out);
 }
 bool parseInt(const std::string& s, int* out) {
   const char* end = s.data() + s.size();
@@ -192,12 +195,13 @@ class Loader {
 
   bool nvlink(int gpu, const XmlElement& e) {
     const std::string* target = e.attr("target");
-    if (!target) return fail(e, "missing target");
+    if (!target || target->empty()) return fail(e, "missing target");
     const std::string* tclass = e.attr("tclass");
     const bool toSwitch = tclass && (*tclass == "nvswitch" || *tclass == "0x068000");
     int peer = g_.find(toSwitch ? NodeType::NvSwitch : NodeType::Gpu, *target);
     if (peer < 0 && toSwitch) peer = g_.addNode(Node{NodeType::NvSwitch, *target, "", -1, -1, 0, 0});
     if (peer < 0) return fail(e, "target " + *target + " is not a known GPU");
+    if (peer == gpu) return fail(e, "NVLink from a GPU to itself");
     int count = 1;
     if (!intAttr(e, "count", &count)) return false;
     if (count < 1) return fail(e, "count must be >= 1");
@@ -221,6 +225,7 @@ class Loader {
     int count = 1;
     if (!e.attr("bw")) return fail(e, "missing bw");
     if (!numAttr(e, "bw", &bw) || !numAttr(e, "lat", &lat) || !intAttr(e, "count", &count)) return false;
+    if (count < 1) return fail(e, "count must be >= 1");
     g_.addLink(ia, ib, t, bw, lat, count);
     return true;
   }
