@@ -10,11 +10,17 @@ jobs=${1:-all}
 bash tools/install-deps.sh
 ncpu=$(nproc)
 status=0
+failed=()
 run_suite() {  # dir, extra ctest arguments (test selection)
   local dir=$1
   shift
   echo "=== ctest $dir $*"
-  ctest --test-dir "$dir" --output-on-failure -j"$ncpu" --timeout 600 "$@" || status=1
+  if ! ctest --test-dir "$dir" --output-on-failure -j"$ncpu" --timeout 600 "$@"; then
+    status=1
+    # Kept for the summary at the end: CI shows only the tail of this output.
+    while read -r line; do failed+=("$dir: $line"); done \
+      < <(cat "$dir/Testing/Temporary/LastTestsFailed.log" 2>/dev/null || echo "(ctest failed)")
+  fi
 }
 # What the sanitizer jobs skip: scale tests whose runtime grows 5-20x under instrumentation and
 # that exercise no code the smaller cases do not.
@@ -29,6 +35,10 @@ if [ "$jobs" = all ]; then
   bash tools/build.sh tsan
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_suite build-tsan -E "$sanitizer_skip"
   echo "=== fuzz"
-  bash tools/run-fuzz.sh "${ATOLL_FUZZ_SECONDS:-60}" || status=1
+  bash tools/run-fuzz.sh "${ATOLL_FUZZ_SECONDS:-60}" || { status=1; failed+=("fuzz (see above)"); }
+fi
+if [ "$status" -ne 0 ]; then
+  echo "=== FAILED:"
+  printf '  %s\n' "${failed[@]}"
 fi
 exit $status

@@ -35,6 +35,9 @@
 namespace {
 
 namespace wire = atl::bootstrap::wire;
+// Longer than a few attack waves (each takes about 200 ms: the data listeners answer nothing, so
+// every probe waits out its 30 ms receive timeout).
+constexpr int kLateJoinMs = 1000;
 
 int rankMain(int rank, int nranks, int rounds, int idFd) {
   alarm(120);
@@ -54,6 +57,19 @@ int rankMain(int rank, int nranks, int rounds, int idFd) {
       if (x != static_cast<float>(n * (n + 1) / 2)) return false;
     return true;
   };
+  // A communicator one rank joins late: the others' new data listeners wait through a few attack
+  // waves before they accept, so they meet hostile connections first however fast the machine is
+  // (the splits below open theirs only for milliseconds).
+  {
+    ncclUniqueId lateId{};
+    if (rank == 0 && ncclGetUniqueId(&lateId) != ncclSuccess) return 9;
+    if (ncclBroadcast(&lateId, &lateId, sizeof lateId, ncclChar, 0, comm, nullptr) != ncclSuccess) return 9;
+    if (rank == nranks - 1) std::this_thread::sleep_for(std::chrono::milliseconds(kLateJoinMs));
+    ncclComm_t late = nullptr;
+    if (ncclCommInitRank(&late, nranks, lateId, rank) != ncclSuccess) return 9;
+    if (!check(late, rank, nranks, 1000)) return 9;
+    if (ncclCommDestroy(late) != ncclSuccess) return 9;
+  }
   for (int round = 0; round < rounds; ++round) {
     ncclComm_t child = nullptr;
     if (ncclCommSplit(comm, 0, nranks - 1 - rank, &child, nullptr) != ncclSuccess) return 4;  // reversed order
@@ -284,6 +300,12 @@ int main(int argc, char** argv) {
                      countOf(log, "socket: rank " + std::to_string(r) + ": dropping connection");
     printf("rank %d: %zu bootstrap and %zu data-listener rejections logged\n", r, b, d);
     bootstrapRejects += b, dataRejects += d;
+    // In the late-joined communicator ranks 1..n-2 accept (the lower rank dials) after waiting
+    // under attack: each of them must have turned hostile connections away.
+    if (r > 0 && r < nranks - 1 && d == 0) {
+      printf("FAIL: rank %d's data listener logged no rejections\n", r);
+      ++failures;
+    }
   }
   printf("%d attacks on %zu ports; ranks %s\n", attacks.load(), seen.size(), failures ? "FAILED" : "finished correctly");
   if (bootstrapRejects == 0 || dataRejects == 0) {
