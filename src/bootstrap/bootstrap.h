@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -53,6 +54,13 @@ class Bootstrap {
   virtual Status recv(int peer, uint32_t tag, std::span<std::byte> data) = 0;
   /// `data` holds nranks slots of `perRank` bytes with this rank's slot filled; on return all are.
   virtual Status allGather(std::span<std::byte> data, size_t perRank) = 0;
+  /// send() under `deadline` instead of the bootstrap timeout, even once the communicator's abort
+  /// flag is set: the last words of a failing communicator (core/fault_notice.h) must neither wait
+  /// long on a dead peer nor be cut off by the abort they are part of.
+  virtual Status sendWithin(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline) = 0;
+  /// A message from (peer, tag) of any length if one is queued or arrives within `waitMs`; peer
+  /// -1 takes one from any rank.
+  virtual std::optional<std::vector<std::byte>> tryRecv(int peer, uint32_t tag, int64_t waitMs) = 0;
   virtual Status barrier() = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include "bootstrap/wire_check.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/debug.h"
@@ -85,7 +86,30 @@ Status BootstrapImpl::recv(int peer, uint32_t tag, std::span<std::byte> data) {
   return recvFrom(peer, tag, data);
 }
 
-Status BootstrapImpl::sendTo(int peer, uint32_t tag, std::span<const std::byte> data) {
+Status BootstrapImpl::sendWithin(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline) {
+  if (tag >= kReservedTagBase)
+    return ATOLL_ERROR(ncclInvalidArgument, "bootstrap send: tag 0x%x is reserved", tag);
+  return sendTo(peer, tag, data, deadline, nullptr, net::ConnectRetry::Never);
+}
+
+std::optional<std::vector<std::byte>> BootstrapImpl::tryRecv(int peer, uint32_t tag, int64_t waitMs) {
+  const auto until = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(waitMs, 0));
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+      if ((peer >= 0 && it->from != peer) || it->tag != tag) continue;
+      auto* p = reinterpret_cast<const std::byte*>(it->data.data());
+      std::vector<std::byte> out(p, p + it->data.size());
+      unexpected_.erase(it);
+      return out;
+    }
+    if (Clock::now() >= until) return std::nullopt;
+    cv_.wait_until(lock, until);
+  }
+}
+
+Status BootstrapImpl::sendTo(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline,
+                             const AbortFlag* abort, net::ConnectRetry retry) {
   if (peer < 0 || peer >= nranks_)
     return ATOLL_ERROR(ncclInvalidArgument, "bootstrap send: peer %d out of range [0,%d)", peer, nranks_);
   if (data.size() > wire::kMaxMessageBytes)
@@ -96,11 +120,10 @@ Status BootstrapImpl::sendTo(int peer, uint32_t tag, std::span<const std::byte> 
     enqueue({rank_, tag, std::vector<uint8_t>(p, p + data.size())});
     return Status::Ok();
   }
-  Deadline deadline = opDeadline();
   const net::SockAddr& addr = table_.addrs[static_cast<size_t>(peer)];
-  ATOLL_ASSIGN_OR_RETURN(net::Fd fd, net::connectTo(addr, deadline, abort_));
+  ATOLL_ASSIGN_OR_RETURN(net::Fd fd, net::connectTo(addr, deadline, abort, retry));
   wire::Nonce nonce;
-  ATOLL_CHECK(net::recvAll(fd.get(), nonce.data(), nonce.size(), deadline, abort_));
+  ATOLL_CHECK(net::recvAll(fd.get(), nonce.data(), nonce.size(), deadline, abort));
   wire::MsgHeader h{};
   h.magic = wire::kMsgMagic;
   h.from = rank_;
@@ -109,10 +132,10 @@ Status BootstrapImpl::sendTo(int peer, uint32_t tag, std::span<const std::byte> 
   h.len = data.size();
   Digest proof = wire::msgProof(secret_, nonce, h);
   std::memcpy(h.proof, proof.data(), proof.size());
-  ATOLL_CHECK(net::sendAll(fd.get(), &h, sizeof(h), deadline, abort_));
-  ATOLL_CHECK(net::sendAll(fd.get(), data.data(), data.size(), deadline, abort_));
+  ATOLL_CHECK(net::sendAll(fd.get(), &h, sizeof(h), deadline, abort));
+  ATOLL_CHECK(net::sendAll(fd.get(), data.data(), data.size(), deadline, abort));
   uint8_t ack = 0;
-  Status s = net::recvAll(fd.get(), &ack, 1, deadline, abort_);
+  Status s = net::recvAll(fd.get(), &ack, 1, deadline, abort);
   if (!s.ok() || ack != wire::kAck)
     return ATOLL_ERROR(s.ok() ? ncclRemoteError : s.code(), "bootstrap send to rank %d (%s) tag %u was not acknowledged",
                        peer, addr.toString().c_str(), tag);

@@ -44,6 +44,8 @@ class BootstrapImpl final : public Bootstrap {
   Status recv(int peer, uint32_t tag, std::span<std::byte> data) override;
   Status allGather(std::span<std::byte> data, size_t perRank) override;
   Status barrier() override;
+  Status sendWithin(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline) override;
+  std::optional<std::vector<std::byte>> tryRecv(int peer, uint32_t tag, int64_t waitMs) override;
 
  private:
   struct Message {
@@ -55,7 +57,11 @@ class BootstrapImpl final : public Bootstrap {
   std::optional<size_t> checkHeader(const ChallengeServer::Conn& c, std::string* why) const;
   void onMessage(ChallengeServer::Conn&& c);
   void enqueue(Message m);
-  Status sendTo(int peer, uint32_t tag, std::span<const std::byte> data);
+  Status sendTo(int peer, uint32_t tag, std::span<const std::byte> data) {
+    return sendTo(peer, tag, data, opDeadline(), abort_, net::ConnectRetry::UntilDeadline);
+  }
+  Status sendTo(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline, const AbortFlag* abort,
+                net::ConnectRetry retry);
   Status recvFrom(int peer, uint32_t tag, std::span<std::byte> data);
   Deadline opDeadline() const { return Deadline::afterMs(timeoutMs_); }
 

@@ -323,7 +323,7 @@ Result<Fd> listenOn(const SockAddr& addr, int backlog, SockAddr* bound) {
   return fd;
 }
 
-Result<Fd> connectTo(const SockAddr& addr, Deadline deadline, const AbortFlag* abort) {
+Result<Fd> connectTo(const SockAddr& addr, Deadline deadline, const AbortFlag* abort, ConnectRetry retry) {
   if (!addr.valid()) return ATOLL_ERROR(ncclInvalidArgument, "connectTo: invalid address");
   int backoffMs = 5;
   int lastErr = 0;
@@ -359,7 +359,7 @@ Result<Fd> connectTo(const SockAddr& addr, Deadline deadline, const AbortFlag* a
       setNoDelay(fd.get());
       return fd;
     }
-    if (!retryableConnectError(err))
+    if (!retryableConnectError(err) || retry == ConnectRetry::Never)
       return ATOLL_ERROR(ncclSystemError, "connect to %s failed: %s", addr.toString().c_str(), strerror(err));
     lastErr = err;
     fd.reset();

@@ -73,8 +73,12 @@ class Fd {
 
 /// Listens on `addr` (port 0 = ephemeral); `bound` receives the actual address. SO_REUSEADDR set.
 Result<Fd> listenOn(const SockAddr& addr, int backlog, SockAddr* bound);
-/// Connects, retrying refused/unreachable attempts with backoff until the deadline.
-Result<Fd> connectTo(const SockAddr& addr, Deadline deadline, const AbortFlag* abort);
+/// Whether connectTo retries a refused or unreachable peer (one that is not listening yet).
+enum class ConnectRetry { UntilDeadline, Never };
+/// Connects, retrying refused/unreachable attempts with backoff until the deadline (or, with
+/// ConnectRetry::Never, failing at once: for peers that listened once and may have exited since).
+Result<Fd> connectTo(const SockAddr& addr, Deadline deadline, const AbortFlag* abort,
+                     ConnectRetry retry = ConnectRetry::UntilDeadline);
 /// Waits for one connection on a listening socket. Timeout -> ncclSystemError, abort -> ncclSystemError.
 Result<Fd> acceptOne(int listenFd, Deadline deadline, const AbortFlag* abort, SockAddr* peer = nullptr);
 /// Blocking-with-deadline full transfers; a peer that closes yields ncclRemoteError.

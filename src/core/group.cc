@@ -8,6 +8,7 @@
 #include "core/call_check.h"
 #include "core/comm.h"
 #include "core/debug.h"
+#include "core/fault_notice.h"
 #include "core/params.h"
 #include "core/plan_builder.h"
 #include "core/plan_cache.h"
@@ -145,6 +146,8 @@ Status runOps(std::span<const OpDesc> ops) {
     if (!s.ok() && s.code() != ncclInvalidArgument && s.code() != ncclInvalidUsage) {
       ncclResult_t expected = ncclSuccess;
       comms[i]->asyncError.compare_exchange_strong(expected, s.code());
+      // Tell the peers which rank failed before they see this rank's links break (fault_notice.h).
+      fault::spreadFailure(comms[i], queues[i].failedPeer, s);
       // A failed collective leaves peers mid-stream; break the links so every survivor fails in
       // a hop or two instead of at its timeout. The communicator is unusable from here (as in NCCL
       // after an asynchronous error): abort or destroy it, or shrink it.

@@ -22,5 +22,6 @@ Status makeError(ncclResult_t code, const char* file, int line, const char* fmt,
 
 const std::string& lastErrorMessage() { return tLastError; }
 void clearLastError() { tLastError.clear(); }
+void restoreLastError(std::string message) { tLastError = std::move(message); }
 
 }  // namespace atl

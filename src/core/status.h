@@ -51,6 +51,8 @@ Status makeError(ncclResult_t code, const char* file, int line, const char* fmt,
 /// The message of the last error raised on this thread (empty if none).
 const std::string& lastErrorMessage();
 void clearLastError();
+/// Puts back a message saved from lastErrorMessage(), after cleanup work raised errors of its own.
+void restoreLastError(std::string message);
 
 }  // namespace atl
 

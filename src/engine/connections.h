@@ -22,6 +22,16 @@ class ConnTable {
     return i < links_.size() ? links_[i].get() : nullptr;
   }
   void clear() { links_.clear(); }
+  /// The peers this rank has a link to on any channel, in rank order.
+  std::vector<int> peers() const {
+    std::vector<char> linked(static_cast<size_t>(nranks_), 0);
+    for (size_t i = 0; i < links_.size(); ++i)
+      if (links_[i]) linked[i % static_cast<size_t>(nranks_)] = 1;
+    std::vector<int> out;
+    for (int r = 0; r < nranks_; ++r)
+      if (linked[static_cast<size_t>(r)]) out.push_back(r);
+    return out;
+  }
   /// Breaks every link (see Connection::shutdown): peers stop waiting on this rank at once.
   void shutdownAll() {
     for (auto& link : links_)

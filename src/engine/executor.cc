@@ -37,6 +37,7 @@ class PlanRun {
     plan_ = &plan;
     conns_ = &conns;
     finished_ = false;
+    failedPeer_ = -1;
     states_.clear();
     return startBound();
   }
@@ -84,6 +85,20 @@ class PlanRun {
   }
 
   bool finished() const { return finished_; }
+
+  /// The peer whose link failed in the last progress() error (-1: not a link error).
+  int failedPeer() const { return failedPeer_; }
+
+  /// The peer the first unfinished program waits for (a timeout blames it), or -1.
+  int waitingPeer() const {
+    for (const ProgramState& ps : states_) {
+      if (ps.done()) continue;
+      const algo::Step& st = ps.program->steps[ps.step];
+      if (st.recvPeer >= 0 && ps.recvd < wireSize(st.recvCount * plan_->elemSize)) return st.recvPeer;
+      return st.sendPeer;
+    }
+    return -1;
+  }
 
   /// Where the plan is stuck, for timeout messages.
   std::string waitingOn() const {
@@ -143,18 +158,18 @@ class PlanRun {
       if (ps.sendConn && ps.sent < sendWire) {
         const void* from = ps.sent < sendBytes ? static_cast<const void*>(src + ps.sent) : kZeros;
         size_t len = ps.sent < sendBytes ? std::min(sendBytes - ps.sent, kSliceBytes) : sendWire - ps.sent;
-        ATOLL_ASSIGN_OR_RETURN(size_t n, ps.sendConn->send(from, len));
+        ATOLL_ASSIGN_OR_RETURN(size_t n, onLink(st.sendPeer, ps.sendConn->send(from, len)));
         ps.sent += n;
         progressed = progressed || n > 0;
       }
       if (ps.recvConn && ps.recvd < recvBytes && !st.reduce) {
         // Plain copies land straight in the destination (one copy fewer on sockets).
         const size_t len = std::min(recvBytes - ps.recvd, kSliceBytes);
-        ATOLL_ASSIGN_OR_RETURN(size_t n, ps.recvConn->receiveInto(dst + ps.recvd, len));
+        ATOLL_ASSIGN_OR_RETURN(size_t n, onLink(st.recvPeer, ps.recvConn->receiveInto(dst + ps.recvd, len)));
         ps.recvd += n;
         progressed = progressed || n > 0;
       } else if (ps.recvConn && ps.recvd < recvWire) {
-        ATOLL_ASSIGN_OR_RETURN(std::span<const std::byte> view, ps.recvConn->peek());
+        ATOLL_ASSIGN_OR_RETURN(std::span<const std::byte> view, onLink(st.recvPeer, ps.recvConn->peek()));
         size_t take = 0;
         if (view.empty()) {
         } else if (ps.recvd < recvBytes) {
@@ -182,10 +197,18 @@ class PlanRun {
     return Status::Ok();
   }
 
+  /// Passes a link call's result through, remembering the peer when it failed.
+  template <class T>
+  Result<T> onLink(int peer, Result<T> r) {
+    if (!r.ok()) failedPeer_ = peer;
+    return r;
+  }
+
   Plan* plan_ = nullptr;
   const ConnTable* conns_ = nullptr;
   std::vector<ProgramState> states_;
   bool finished_ = false;
+  int failedPeer_ = -1;
 };
 
 }  // namespace
@@ -218,15 +241,16 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
     return Status::Ok();
   };
   // Every queue still holding plans stops with the error: their peers are mid-stream too.
-  auto failAll = [&](size_t q, Status s) {
+  auto failAll = [&](size_t q, Status s, int peer = -1) {
     queues[q].result = s;
+    queues[q].failedPeer = peer;
     for (CommQueue& other : queues)
       if (other.pending() && other.result.ok()) other.result = s;
     return s;
   };
   if (queues.size() == 1) log::setThreadRank(queues[0].rank);
   for (size_t q = 0; q < queues.size(); ++q)
-    if (Status s = startNext(q); !s.ok()) return failAll(q, s);
+    if (Status s = startNext(q); !s.ok()) return failAll(q, s, slots[q].failedPeer());
 
   Clock::time_point lastProgress = Clock::now();
   uint64_t idle = 0;
@@ -239,10 +263,10 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
       if (queues.size() > 1) log::setThreadRank(queues[q].rank);  // a thread-local write: not per poll otherwise
       if (aborted(queues[q].abort))
         return failAll(q, ATOLL_ERROR(ncclSystemError, "%s: communicator aborted", queues[q].current().what.c_str()));
-      if (Status s = running[q]->progress(&moved); !s.ok()) return failAll(q, s);
+      if (Status s = running[q]->progress(&moved); !s.ok()) return failAll(q, s, running[q]->failedPeer());
       if (running[q]->finished()) {
         ++queues[q].next;
-        if (Status s = startNext(q); !s.ok()) return failAll(q, s);
+        if (Status s = startNext(q); !s.ok()) return failAll(q, s, slots[q].failedPeer());
       }
     }
     if (!anyActive) return Status::Ok();
@@ -265,7 +289,8 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
         if (!running[q]) continue;
         return failAll(q, ATOLL_ERROR(ncclSystemError, "%s made no progress for %lld ms, waiting at %s",
                                       queues[q].current().what.c_str(), static_cast<long long>(options.timeoutMs),
-                                      running[q]->waitingOn().c_str()));
+                                      running[q]->waitingOn().c_str()),
+                       running[q]->waitingPeer());
       }
     }
   }

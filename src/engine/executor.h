@@ -22,6 +22,7 @@ struct CommQueue {
   std::vector<Plan*> plans;  // owned by the caller (or its plan cache); run in order
   size_t next = 0;           // plans[next] is the one running or about to
   Status result;             // first error of this queue
+  int failedPeer = -1;       // the peer whose link broke (or that a timeout waited on); -1: none
   bool pending() const { return next < plans.size(); }
   Plan& current() const { return *plans[next]; }
 };

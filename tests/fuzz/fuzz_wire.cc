@@ -8,8 +8,10 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "bootstrap/wire_check.h"
+#include "core/fault_notice.h"
 #include "transports/socket/socket_transport.h"
 
 namespace {
@@ -43,7 +45,7 @@ void check(bool ok) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  const uint8_t mode = data[0] % 6, knob = data[1];
+  const uint8_t mode = data[0] % 7, knob = data[1];
   data += 2, size -= 2;
   std::string why;
   switch (mode) {
@@ -75,6 +77,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 4:  // raw bytes at a data listener
       (void)atl::transport::socket::checkHello(fill<Hello>(data, size), 0x1234, knob % 16, kSecret);
       break;
+    case 6: {  // a failure notice (core/fault_notice.h), raw, or with a valid magic and version
+      std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(data), reinterpret_cast<const std::byte*>(data) + size);
+      if ((knob & 1) && bytes.size() >= 8) {
+        atl::fault::Notice n = fill<atl::fault::Notice>(data, size);
+        bytes = atl::fault::encode(n);
+      }
+      const int nranks = 1 + knob % 64;
+      if (auto n = atl::fault::decode(bytes, nranks))
+        check(n->origin >= 0 && n->origin < nranks && n->detector >= 0 && n->detector < nranks &&
+              std::memchr(n->reason, '\0', sizeof n->reason) != nullptr);
+      break;
+    }
     default: {  // an authentic hello with fuzzed fields
       Hello h = fill<Hello>(data, size);
       if (knob & 1) h.magic = 0x41544c48, h.version = 1;

@@ -6,7 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -18,6 +21,7 @@
 #include "bootstrap/wire.h"
 #include "common/hmac.h"
 #include "common/socket.h"
+#include "core/fault_notice.h"
 #include "core/params.h"
 
 namespace atl {
@@ -504,6 +508,72 @@ TEST(Socket, DeadlinesAbortAndEof) {
   EXPECT_EQ(net::connectTo(gone, Deadline::afterMs(300), nullptr).status().code(), ncclSystemError);
   EXPECT_GE(secondsSince(start), 0.25);
   EXPECT_LT(secondsSince(start), 2.0);
+  // Unless told not to retry: a peer that has exited is an error at once.
+  start = std::chrono::steady_clock::now();
+  EXPECT_EQ(net::connectTo(gone, Deadline::afterMs(5000), nullptr, net::ConnectRetry::Never).status().code(),
+            ncclSystemError);
+  EXPECT_LT(secondsSince(start), 1.0);
+}
+
+// The failure-notice path (core/fault_notice.h): a bounded send that ignores the abort flag, and a
+// receive that waits a bounded time, from one rank or any.
+TEST(Bootstrap, SendWithinAndTryRecv) {
+  ncclUniqueId id = freshId();
+  std::atomic<int> phase{0};
+  auto res = runJob(id, 3, [&](int r, Bootstrap& b) {
+    constexpr uint32_t kTag = 0x00460000u;
+    const std::vector<std::byte> msg = pattern(r, 0, kTag, 300);
+    if (r != 0) {
+      EXPECT_TRUE(b.sendWithin(0, kTag, msg, Deadline::afterMs(2000)).ok());
+      EXPECT_EQ(b.sendWithin(0, 0xFFFFFFF0u, msg, Deadline::afterMs(2000)).code(), ncclInvalidArgument);
+    } else {
+      auto start = std::chrono::steady_clock::now();
+      auto got = b.tryRecv(2, kTag, 5000);
+      ASSERT_TRUE(got.has_value());
+      EXPECT_EQ(*got, pattern(2, 0, kTag, 300));
+      got = b.tryRecv(-1, kTag, 5000);  // rank 1's, whenever it came
+      ASSERT_TRUE(got.has_value());
+      EXPECT_EQ(*got, pattern(1, 0, kTag, 300));
+      EXPECT_LT(secondsSince(start), 5.0);
+      start = std::chrono::steady_clock::now();
+      EXPECT_FALSE(b.tryRecv(-1, kTag, 50).has_value());
+      EXPECT_GE(secondsSince(start), 0.04);
+      EXPECT_FALSE(b.tryRecv(1, kTag, 0).has_value());
+    }
+    // Every rank is done with the messages before any bootstrap goes away.
+    phase.fetch_add(1);
+    while (phase.load() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(res[r].code, ncclSuccess) << res[r].error;
+}
+
+TEST(FaultNotice, EncodeDecode) {
+  fault::Notice n;
+  n.origin = 3;
+  n.detector = 1;
+  std::snprintf(n.reason, sizeof n.reason, "shm: rank 1: peer rank 3 exited");
+  std::vector<std::byte> wire = fault::encode(n);
+  auto back = fault::decode(wire, 4);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->origin, 3);
+  EXPECT_EQ(back->detector, 1);
+  EXPECT_STREQ(back->reason, n.reason);
+  const char* why = nullptr;
+  EXPECT_FALSE(fault::decode(wire, 3, &why).has_value());  // rank 3 is not in a job of 3
+  EXPECT_STREQ(why, "rank out of range");
+  EXPECT_FALSE(fault::decode(std::span(wire).first(wire.size() - 1), 4, &why).has_value());
+  EXPECT_STREQ(why, "wrong size");
+  std::vector<std::byte> bad = wire;
+  bad[0] = std::byte{0};
+  EXPECT_FALSE(fault::decode(bad, 4, &why).has_value());
+  EXPECT_STREQ(why, "bad magic");
+  bad = wire;
+  std::memset(bad.data() + offsetof(fault::Notice, reason), 'x', sizeof n.reason);  // no terminator
+  EXPECT_FALSE(fault::decode(bad, 4, &why).has_value());
+  EXPECT_STREQ(why, "reason not terminated");
+  // encode() terminates a full reason itself.
+  std::memset(n.reason, 'y', sizeof n.reason);
+  EXPECT_TRUE(fault::decode(fault::encode(n), 4).has_value());
 }
 
 TEST(Hmac, KnownAnswers) {

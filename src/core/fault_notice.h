@@ -1,0 +1,42 @@
+// Root cause of a failure, spread to the survivors. A dead rank breaks only its own links: its
+// neighbours see it die, but every rank further away sees a neighbour that gave up, and would blame
+// that neighbour. So before a rank breaks its links (core/group.cc) it tells its link peers over
+// the bootstrap which rank it found dead or silent, and why; a rank whose link to a peer broke
+// first looks for that peer's notice. Every survivor's error then names the rank that actually
+// failed and its host, one hop per link, like the failure itself (NCCL's RAS does this with a
+// separate overlay network; the bootstrap listeners already are one).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+
+struct ncclComm;
+
+namespace atl::fault {
+
+/// On the wire (fixed size, versioned; it comes from an authenticated peer and is still checked).
+struct Notice {
+  uint32_t magic = 0;
+  uint16_t version = 0;
+  uint16_t size = 0;
+  int32_t origin = -1;    // the rank found dead or silent
+  int32_t detector = -1;  // the rank that found it (its own link to `origin` failed)
+  char reason[240] = {};  // the detector's error message, NUL-terminated
+};
+
+std::vector<std::byte> encode(const Notice& n);
+/// The notice in `bytes` if it is well formed for a communicator of `nranks`; why not otherwise.
+std::optional<Notice> decode(std::span<const std::byte> bytes, int nranks, const char** why = nullptr);
+
+/// Called on a failed call, before its links are broken. `failedPeer` is the peer whose link broke
+/// (or that a timeout waited on). Finds the root cause (that peer's notice, else the peer itself),
+/// tells the other link peers within a bounded time, and, when the cause lies beyond `failedPeer`,
+/// raises an error naming it so ncclGetLastError and the log say which rank failed. The result
+/// code is unchanged. Does nothing after a local abort or revoke, or when no peer is to blame.
+void spreadFailure(ncclComm* comm, int failedPeer, Status failure);
+
+}  // namespace atl::fault
