@@ -92,16 +92,11 @@ Result<std::unique_ptr<CallCheck>> prepareCallCheck(ncclComm* comm, std::span<co
     p.redop = first.rawOp;
     p.root = rooted(first.coll) ? first.root : -1;
     p.count = first.count;
+    // Every rank sends the same print to every rank, each pair on its own (a staged all-to-all
+    // would stall behind a rank that launched point-to-point work instead, and never compare).
+    check->collective = true;
     check->out.assign(static_cast<size_t>(n), p);
-    check->in.assign(static_cast<size_t>(n), CallPrint{});
-    // Every rank sends the same print to every peer: an all-to-all of one print each.
-    algo::CollSpec spec;
-    spec.coll = algo::Coll::AlltoAll;
-    spec.nranks = n;
-    spec.rank = self;
-    spec.count = sizeof(CallPrint);
-    spec.chunkElems = sizeof(CallPrint);
-    schedule = algo::buildSchedule(spec);
+    for (int r = 0; r < n; ++r) check->peers.push_back(r);
   } else if (!p2p.empty()) {
     // Bytes to and from each peer, in call order of first appearance.
     for (const OpDesc* op : p2p) {
@@ -116,6 +111,8 @@ Result<std::unique_ptr<CallCheck>> prepareCallCheck(ncclComm* comm, std::span<co
       const uint64_t bytes = op->count * kernels::dtypeSize(op->dtype);
       (op->isSend ? check->out[i].count : check->out[i].expect) += bytes;
     }
+  }
+  if (!check->peers.empty()) {
     check->in.assign(check->out.size(), CallPrint{});
     std::vector<algo::P2POp> ops;
     for (size_t i = 0; i < check->peers.size(); ++i) {
@@ -133,15 +130,10 @@ Result<std::unique_ptr<CallCheck>> prepareCallCheck(ncclComm* comm, std::span<co
   plan->dtype = ncclUint8;
   plan->elemSize = 1;
   plan->schedule = std::move(schedule);
-  if (check->peers.empty()) {
-    plan->buffers = {reinterpret_cast<std::byte*>(check->out.data()), reinterpret_cast<std::byte*>(check->in.data()),
-                     nullptr};
-  } else {
-    plan->buffers.assign(algo::kFirstUserBuf + 2 * check->peers.size(), nullptr);
-    for (size_t i = 0; i < check->peers.size(); ++i) {
-      plan->buffers[algo::kFirstUserBuf + 2 * i] = reinterpret_cast<std::byte*>(&check->out[i]);
-      plan->buffers[algo::kFirstUserBuf + 2 * i + 1] = reinterpret_cast<std::byte*>(&check->in[i]);
-    }
+  plan->buffers.assign(algo::kFirstUserBuf + 2 * check->peers.size(), nullptr);
+  for (size_t i = 0; i < check->peers.size(); ++i) {
+    plan->buffers[algo::kFirstUserBuf + 2 * i] = reinterpret_cast<std::byte*>(&check->out[i]);
+    plan->buffers[algo::kFirstUserBuf + 2 * i + 1] = reinterpret_cast<std::byte*>(&check->in[i]);
   }
   char what[96];
   snprintf(what, sizeof(what), "ATOLL_CHECK fingerprint exchange on rank %d/%d", self, n);
@@ -150,20 +142,23 @@ Result<std::unique_ptr<CallCheck>> prepareCallCheck(ncclComm* comm, std::span<co
   return check;
 }
 
-Status compareCallPrints(const CallCheck& check) {
+Status compareCallPrints(CallCheck& check) {
   const ncclComm* comm = check.comm;
-  if (check.peers.empty()) {
-    if (check.in.empty()) return Status::Ok();
+  if (check.in.empty()) return Status::Ok();
+  if (check.collective) {  // in[r] is rank r's print
     // Compared with the lowest rank's print, in rank order, so every rank reports the same pair.
     for (size_t r = 0; r < check.in.size(); ++r)
       if (!wellFormed(check.in[r])) return malformed(check.in[r], static_cast<int>(r));
+    for (size_t r = 0; r < check.in.size(); ++r) {
+      if (check.in[r].kind == kCollectives) continue;
+      check.desync = true;
+      return ATOLL_ERROR(ncclInvalidUsage,
+                         "ATOLL_CHECK: rank %d launched %s while rank %zu launched only point-to-point operations",
+                         comm->rank, describe(check.out[0]).c_str(), r);
+    }
     const CallPrint& ref = check.in[0];
     for (size_t r = 1; r < check.in.size(); ++r) {
       const CallPrint& p = check.in[r];
-      if (p.kind != kCollectives)
-        return ATOLL_ERROR(ncclInvalidUsage,
-                           "ATOLL_CHECK: rank 0 launched %s while rank %zu launched only point-to-point operations",
-                           describe(ref).c_str(), r);
       if (p.seq != ref.seq)
         return ATOLL_ERROR(ncclInvalidUsage,
                            "ATOLL_CHECK: rank %zu is at collective launch %llu (%s) while rank 0 is at launch %llu (%s): "
@@ -181,9 +176,11 @@ Status compareCallPrints(const CallCheck& check) {
     const CallPrint& theirs = check.in[i];
     const int peer = check.peers[i];
     if (!wellFormed(theirs)) return malformed(theirs, peer);
-    if (theirs.kind != kPointToPoint)
+    if (theirs.kind != kPointToPoint) {
+      check.desync = true;
       return ATOLL_ERROR(ncclInvalidUsage, "ATOLL_CHECK: rank %d exchanges point-to-point data with rank %d, which launched %s",
                          comm->rank, peer, describe(theirs).c_str());
+    }
     if (mine.count != theirs.expect || mine.expect != theirs.count)
       return ATOLL_ERROR(ncclInvalidUsage,
                          "ATOLL_CHECK: rank %d sends %llu bytes to rank %d and receives %llu from it, but rank %d sends "

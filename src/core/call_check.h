@@ -5,7 +5,9 @@
 // call behind) becomes ncclInvalidUsage on every rank, with the same message, before any data
 // moves: nothing is corrupted, nothing hangs, and the communicator stays usable. Point-to-point
 // batches exchange a fingerprint per peer pair: the bytes each side sends must be what the other
-// receives.
+// receives. A point-to-point launch against a collective one cannot be seen by every rank, so it
+// also breaks the communicator: the ranks that see it break their links, and the others' wait for
+// a print ends with an error naming it (core/fault_notice.h), not at ATOLL_TIMEOUT_MS.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +47,12 @@ struct CallCheck {
   ncclComm* comm = nullptr;
   std::vector<CallPrint> out;  // collectives: one per rank (the same print); p2p: one per peer
   std::vector<CallPrint> in;
-  std::vector<int> peers;      // p2p: the peer of out[i] / in[i]
+  std::vector<int> peers;      // the rank of out[i] / in[i] (collectives: every rank, in order)
+  bool collective = false;     // a collective print (else point-to-point)
+  // Set by compareCallPrints when a peer launched point-to-point work against a collective (or
+  // the reverse): ranks that never exchange with this one still wait for its collective print, so
+  // the communicator cannot stay usable; its links are broken to end their wait (core/group.cc).
+  bool desync = false;
   std::unique_ptr<engine::Plan> plan;
 };
 
@@ -55,6 +62,6 @@ Result<std::unique_ptr<CallCheck>> prepareCallCheck(ncclComm* comm, std::span<co
                                                     std::span<const OpDesc* const> p2p);
 
 /// After the exchange ran: ncclInvalidUsage naming the first difference, else Ok.
-Status compareCallPrints(const CallCheck& check);
+Status compareCallPrints(CallCheck& check);
 
 }  // namespace atl

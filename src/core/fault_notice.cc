@@ -33,6 +33,20 @@ std::string describeRank(const ncclComm* comm, int r) {
   return buf;
 }
 
+/// Sends `cause` to every link peer but `skip` and the origin, within the spread budget.
+void tell(ncclComm* comm, const Notice& cause, int skip) {
+  const std::vector<std::byte> wire = encode(cause);
+  const Deadline deadline = Deadline::afterMs(kSpreadBudgetMs);
+  int told = 0;
+  for (int peer : comm->links.table.peers()) {
+    if (peer == comm->rank || peer == skip || peer == cause.origin) continue;
+    if (deadline.expired()) break;
+    if (comm->bootstrap->sendWithin(peer, kTag, wire, deadline).ok()) ++told;
+  }
+  ATOLL_INFO(log::kInit, "rank %d: told %d peers that %s failed (seen by rank %d)", comm->rank, told,
+             describeRank(comm, cause.origin).c_str(), cause.detector);
+}
+
 }  // namespace
 
 std::vector<std::byte> encode(const Notice& n) {
@@ -78,7 +92,7 @@ void spreadFailure(ncclComm* comm, int failedPeer, Status failure) {
   cause.origin = failedPeer;
   cause.detector = comm->rank;
   std::snprintf(cause.reason, sizeof cause.reason, "%s", own.c_str());
-  bool beyond = false;
+  bool beyond = false, selfReported = false;
   // The failed peer's own notice, else one that reached us from elsewhere before (the failed peer
   // may have run out of its budget before it came to us).
   auto bytes = comm->bootstrap->tryRecv(failedPeer, kTag, kNoticeWaitMs);
@@ -88,28 +102,40 @@ void spreadFailure(ncclComm* comm, int failedPeer, Status failure) {
     if (auto n = decode(*bytes, comm->nranks, &why)) {
       cause = *n;
       beyond = cause.origin != failedPeer;
+      // A rank that broke off for a reason of its own (breakOff) reports itself.
+      selfReported = !beyond && cause.detector == failedPeer;
     } else {
       ATOLL_WARN("rank %d: ignoring a malformed failure notice: %s", comm->rank, why);
     }
   }
-  const std::vector<std::byte> wire = encode(cause);
-  const Deadline deadline = Deadline::afterMs(kSpreadBudgetMs);
-  int told = 0;
-  for (int peer : comm->links.table.peers()) {
-    if (peer == comm->rank || peer == failedPeer || peer == cause.origin) continue;
-    if (deadline.expired()) break;
-    if (comm->bootstrap->sendWithin(peer, kTag, wire, deadline).ok()) ++told;
-  }
-  ATOLL_INFO(log::kInit, "rank %d: told %d peers that %s failed (seen by rank %d)", comm->rank, told,
-             describeRank(comm, cause.origin).c_str(), cause.detector);
+  tell(comm, cause, failedPeer);
   // Raised last, so it is this thread's last error (notice sends may have raised their own).
   if (beyond)
     (void)ATOLL_ERROR(failure.code(), "rank %d: rank %d gave up after %s failed; rank %d saw: %s", comm->rank,
                       failedPeer, describeRank(comm, cause.origin).c_str(), cause.detector, cause.reason);
+  else if (selfReported)
+    (void)ATOLL_ERROR(failure.code(), "rank %d: %s gave up on the communicator: %s", comm->rank,
+                      describeRank(comm, failedPeer).c_str(), cause.reason);
   else if (amended)
     (void)ATOLL_ERROR(failure.code(), "%s", own.c_str());
   else
     restoreLastError(std::move(own));
+}
+
+void breakOff(ncclComm* comm, Status reason) {
+  if (reason.ok()) return;
+  ncclResult_t expected = ncclSuccess;
+  comm->asyncError.compare_exchange_strong(expected, reason.code());
+  std::string own = lastErrorMessage();
+  if (comm->bootstrap && !aborted(&comm->abortFlag)) {
+    Notice cause;
+    cause.origin = comm->rank;
+    cause.detector = comm->rank;
+    std::snprintf(cause.reason, sizeof cause.reason, "%s", own.c_str());
+    tell(comm, cause, comm->rank);
+  }
+  comm->links.table.shutdownAll();
+  restoreLastError(std::move(own));
 }
 
 }  // namespace atl::fault

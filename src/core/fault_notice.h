@@ -39,4 +39,9 @@ std::optional<Notice> decode(std::span<const std::byte> bytes, int nranks, const
 /// code is unchanged. Does nothing after a local abort or revoke, or when no peer is to blame.
 void spreadFailure(ncclComm* comm, int failedPeer, Status failure);
 
+/// This rank gives up on the communicator for a reason of its own (the error just raised, e.g. an
+/// ATOLL_CHECK desync that other ranks cannot see): records it as the asynchronous error, tells the
+/// link peers, and breaks the links, so ranks waiting on this one fail at once, naming the reason.
+void breakOff(ncclComm* comm, Status reason);
+
 }  // namespace atl::fault

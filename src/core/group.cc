@@ -68,6 +68,8 @@ Status checkCalls(std::span<ncclComm* const> comms, std::span<const OpDesc> ops,
   Status result = engine::execute(exchange, opts);
   for (size_t i = 0; i < comms.size(); ++i) {
     queues[i].result = exchange[i].result.ok() ? compareCallPrints(*checks[i]) : exchange[i].result;
+    queues[i].failedPeer = exchange[i].failedPeer;
+    if (checks[i]->desync) fault::breakOff(comms[i], queues[i].result);
     if (!queues[i].result.ok() && result.ok()) result = queues[i].result;
   }
   return result;

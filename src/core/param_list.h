@@ -53,7 +53,8 @@ ATOLL_PARAM(TimeoutMs, "ATOLL_TIMEOUT_MS", Int, "300000",
 ATOLL_PARAM(Check, "ATOLL_CHECK", Bool, "0",
             "Before every launch, exchange a fingerprint of the call (sequence, collective, count, type, op, root; "
             "bytes per peer for send/recv) with the peers, so mismatched calls fail with ncclInvalidUsage on every "
-            "rank instead of corrupting data or hanging. Must be set alike on all ranks (checked at init).")
+            "rank instead of corrupting data or hanging (send/recv against a collective also breaks the communicator). "
+            "Must be set alike on all ranks (checked at init).")
 ATOLL_PARAM(SpinCount, "ATOLL_SPIN_COUNT", Int, "200",
             "Idle polls before the progress loop yields the CPU; keeps oversubscribed hosts responsive.")
 

@@ -2,8 +2,10 @@
 // operator, root or collective; send/recv sizes that disagree), and every rank involved must get
 // ncclInvalidUsage with the same message, promptly, with nothing having moved; then the same
 // communicator must still run a correct all-reduce. Without a mismatch nothing may be reported.
+// "mixed": one rank sends and receives while the others run a collective; it gets ncclInvalidUsage,
+// the others that or ncclRemoteError naming it, all promptly, and the communicator is broken.
 //
-//   call_mismatch --case NAME [--ranks N]     NAME: count dtype op root coll p2p init none
+//   call_mismatch --case NAME [--ranks N]     NAME: count dtype op root coll p2p mixed init none
 //   (init: one rank runs without ATOLL_CHECK, which every rank must refuse at ncclCommInitRank)
 #include <signal.h>
 #include <sys/wait.h>
@@ -50,6 +52,14 @@ ncclResult_t mismatched(const std::string& which, int rank, int nranks, ncclComm
     ncclRecv(buf.data() + 2 * count, rank < 2 ? recv : n, ncclFloat, peer, comm, nullptr);
     return ncclGroupEnd();
   }
+  if (which == "mixed" && me) {
+    // The odd rank exchanges with rank 1 while every other rank, rank 1 included, launches an
+    // all-reduce: ranks 0 and 2 never exchange with it, yet must not wait for it until the timeout.
+    ncclGroupStart();
+    ncclSend(buf.data(), count, ncclFloat, 1, comm, nullptr);
+    ncclRecv(buf.data() + count, count, ncclFloat, 1, comm, nullptr);
+    return ncclGroupEnd();
+  }
   return ncclAllReduce(buf.data(), buf.data(), count, ncclFloat, ncclSum, comm, nullptr);  // "none"
 }
 
@@ -75,6 +85,14 @@ int child(const std::string& which, int rank, int nranks, int idFd, const std::s
   std::ofstream(outDir + "/r" + std::to_string(rank)) << ncclGetErrorString(r) << "\n"
                                                       << (r == ncclSuccess ? "" : ncclGetLastError(comm)) << "\n"
                                                       << ms << "\n";
+  if (which == "mixed") {
+    // Not every rank can see this mismatch, so it breaks the communicator: the asynchronous error
+    // says so, and abort must still clean up.
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm, &async);
+    if (async == ncclSuccess) return 4;
+    return ncclCommAbort(comm) == ncclSuccess ? 0 : 6;
+  }
   // The communicator is still usable: nothing moved, no link was broken.
   std::vector<float> x(777, static_cast<float>(rank + 1));
   if (ncclAllReduce(x.data(), x.data(), x.size(), ncclFloat, ncclSum, comm, nullptr) != ncclSuccess) return 4;
@@ -139,9 +157,12 @@ int main(int argc, char** argv) {
       continue;
     }
     const bool involved = which != "none" && (which != "p2p" || r < 2);
-    const std::string want = involved ? ncclGetErrorString(ncclInvalidUsage) : ncclGetErrorString(ncclSuccess);
+    std::string want = involved ? ncclGetErrorString(ncclInvalidUsage) : ncclGetErrorString(ncclSuccess);
+    // In "mixed" the ranks in the collective may instead see the odd rank's (or each other's)
+    // links break before their own exchange completes; the message must still name the cause.
+    const bool alsoRemote = which == "mixed" && r != odd(nranks);
     std::printf("rank %d: %s after %s ms: %s\n", r, got[0].c_str(), got[2].c_str(), got[1].c_str());
-    if (got[0] != want) {
+    if (got[0] != want && !(alsoRemote && got[0] == ncclGetErrorString(ncclRemoteError))) {
       std::printf("FAIL rank %d: expected '%s'\n", r, want.c_str());
       ++failures;
     }
@@ -149,7 +170,7 @@ int main(int argc, char** argv) {
       std::printf("FAIL rank %d: the message does not come from ATOLL_CHECK\n", r);
       ++failures;
     }
-    if (involved && which != "p2p" && which != "init") {
+    if (involved && which != "p2p" && which != "init" && which != "mixed") {
       if (reference.empty()) reference = got[1];
       if (got[1] != reference) {
         std::printf("FAIL rank %d: message differs from rank 0's\n", r);
