@@ -12,6 +12,7 @@
 // 8 bytes, so no element of up to 8 bytes ever straddles a view boundary.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -35,6 +36,8 @@ struct PeerInfo {
   int32_t reserved = 0;
   char hostname[64] = {};
   net::SockAddr dataAddr;  // socket transport listener
+  // Fresh random bytes of that listener; every hello to it must be proven over them (socket_transport.h).
+  std::array<uint8_t, 16> dataChallenge{};
 };
 
 /// What a transport needs to know about its communicator once the rendezvous is done.
@@ -90,7 +93,8 @@ class Transport {
 
 /// POSIX shared-memory rings (same host, any process).
 std::unique_ptr<Transport> createShmTransport();
-/// TCP. Listens on `bindAddr` (port 0 = ephemeral) right away; `listenAddr()` gives what to publish.
-Result<std::unique_ptr<Transport>> createSocketTransport(const net::SockAddr& bindAddr, net::SockAddr* listenAddr);
+/// TCP. Listens on `bindAddr` (port 0 = ephemeral) right away and fills in what `me` must publish
+/// for it: `dataAddr` and `dataChallenge`.
+Result<std::unique_ptr<Transport>> createSocketTransport(const net::SockAddr& bindAddr, PeerInfo* me);
 
 }  // namespace atl::transport

@@ -54,6 +54,11 @@ Status connectPeers(ncclComm* comm) {
     ATOLL_TRACE(log::kInit, "channel %d peer %d: %s", p.channel, p.peer, conn->describe().c_str());
     links.table.set(p.channel, p.peer, std::move(conn));
   }
+  // A rank's links are done before its peers' are (shm: the peer may not have attached to the ring
+  // this rank created yet). Without this barrier a rank could launch, fail (ATOLL_CHECK, a peer
+  // that gave up) and tear its rings down while a peer still waits to attach to one, which then
+  // hangs in init until the setup timeout instead of failing with the rest.
+  ATOLL_CHECK(comm->bootstrap->barrier());
   ATOLL_INFO(log::kInit, "comm %p rank %d nranks %d: %d channels, %d shm links, %d socket links", (void*)comm,
              comm->rank, comm->nranks, links.nchannels, viaShm, viaSocket);
   return Status::Ok();

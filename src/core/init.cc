@@ -72,7 +72,7 @@ Status initComm(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, co
   me.reserved = peerFlags(!params::getBool(params::Id::ShmDisable));
   std::string host = hostName();
   std::strncpy(me.hostname, host.c_str(), sizeof(me.hostname) - 1);
-  ATOLL_ASSIGN_OR_RETURN(comm->links.socket, transport::createSocketTransport(bindAddr, &me.dataAddr));
+  ATOLL_ASSIGN_OR_RETURN(comm->links.socket, transport::createSocketTransport(bindAddr, &me));
   comm->links.shm = transport::createShmTransport();
 
   // What every rank publishes at the rendezvous: how to reach it, and where it runs.

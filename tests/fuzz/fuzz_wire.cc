@@ -24,6 +24,11 @@ const atl::Secret kSecret = [] {
   for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint8_t>(i * 7 + 1);
   return s;
 }();
+const atl::transport::socket::Challenge kChallenge = [] {
+  atl::transport::socket::Challenge c{};
+  for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<uint8_t>(i * 13 + 5);
+  return c;
+}();
 const wire::Nonce kNonce = [] {
   wire::Nonce n{};
   for (size_t i = 0; i < n.size(); ++i) n[i] = static_cast<uint8_t>(255 - i);
@@ -75,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 4:  // raw bytes at a data listener
-      (void)atl::transport::socket::checkHello(fill<Hello>(data, size), 0x1234, knob % 16, kSecret);
+      (void)atl::transport::socket::checkHello(fill<Hello>(data, size), 0x1234, knob % 16, kSecret, kChallenge);
       break;
     case 6: {  // a failure notice (core/fault_notice.h), raw, or with a valid magic and version
       std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(data), reinterpret_cast<const std::byte*>(data) + size);
@@ -91,12 +96,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     default: {  // an authentic hello with fuzzed fields
       Hello h = fill<Hello>(data, size);
-      if (knob & 1) h.magic = 0x41544c48, h.version = 1;
-      atl::Digest d = atl::transport::socket::helloProof(kSecret, h);
+      if (knob & 1) h.magic = atl::transport::socket::kHelloMagic, h.version = atl::transport::socket::kHelloVersion;
+      atl::Digest d = atl::transport::socket::helloProof(kSecret, kChallenge, h);
       std::memcpy(h.proof, d.data(), d.size());
       const int rank = knob % 16;
-      if (atl::transport::socket::checkHello(h, h.commHash, rank, kSecret) == nullptr)
+      if (atl::transport::socket::checkHello(h, h.commHash, rank, kSecret, kChallenge) == nullptr)
         check(h.fromRank >= 0 && h.fromRank < rank && h.toRank == rank && h.channel >= 0);
+      // The same signed hello must not pass at a listener with another challenge.
+      atl::transport::socket::Challenge other = kChallenge;
+      other[knob % other.size()] ^= 1;
+      check(atl::transport::socket::checkHello(h, h.commHash, rank, kSecret, other) != nullptr);
       break;
     }
   }

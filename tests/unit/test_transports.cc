@@ -145,7 +145,7 @@ World makeWorld(Kind kind, int n, size_t bufferBytes, uint64_t commHash, int tim
     if (kind == Kind::Shm) {
       w.transports.push_back(createShmTransport());
     } else {
-      auto t = createSocketTransport(loopback(), &peers[r].dataAddr);
+      auto t = createSocketTransport(loopback(), &peers[r]);
       EXPECT_TRUE(t.ok());
       w.transports.push_back(std::move(*t));
     }
@@ -674,6 +674,22 @@ INSTANTIATE_TEST_SUITE_P(Kinds, TransportTest, ::testing::Values(Kind::Shm, Kind
 // Socket-only: setup hygiene.
 class SocketSetupTest : public TransportTest {};
 
+// A stand-alone socket transport acting as rank ctx.rank, dialing `peer` on channel 0 as `ctx` says.
+struct Dialer {
+  std::unique_ptr<Transport> transport;
+  std::unique_ptr<Connector> connector;
+};
+Dialer dialAs(const Context& ctx, int peer) {
+  PeerInfo ignored;
+  auto t = createSocketTransport(loopback(), &ignored);
+  EXPECT_TRUE(t.ok());
+  EXPECT_TRUE((*t)->attach(ctx).ok());
+  auto conn = (*t)->prepare(peer, 0);
+  EXPECT_TRUE(conn.ok());
+  EXPECT_TRUE((*conn)->connect().ok());
+  return {std::move(*t), std::move(*conn)};
+}
+
 TEST_P(SocketSetupTest, BadHellosAreRejectedAndRealPeersStillConnect) {
   World w = world(2, 64 << 10);
   const net::SockAddr target = w.ctx[0].peers[1].dataAddr;
@@ -699,14 +715,7 @@ TEST_P(SocketSetupTest, BadHellosAreRejectedAndRealPeersStillConnect) {
     bad.secret = secret;
     bad.commHash = commHash;
     bad.timeoutMs = 5000;
-    net::SockAddr ignored;
-    auto t = createSocketTransport(loopback(), &ignored);
-    EXPECT_TRUE(t.ok());
-    EXPECT_TRUE((*t)->attach(bad).ok());
-    auto conn = (*t)->prepare(1, 0);
-    EXPECT_TRUE(conn.ok());
-    EXPECT_TRUE((*conn)->connect().ok());
-    return std::make_pair(std::move(*t), std::move(*conn));
+    return dialAs(bad, 1);
   };
   auto wrongSecret = impostor(makeSecret(99), hash_);
   auto wrongComm = impostor(makeSecret(7), hash_ ^ 1);
@@ -726,8 +735,8 @@ TEST_P(SocketSetupTest, BadHellosAreRejectedAndRealPeersStillConnect) {
   ASSERT_TRUE(conn0.ok()) << lastErrorMessage();
 
   // The impostors were closed on, so their own finish() fails fast instead of succeeding.
-  EXPECT_FALSE(wrongSecret.second->finish().ok());
-  EXPECT_FALSE(wrongComm.second->finish().ok());
+  EXPECT_FALSE(wrongSecret.connector->finish().ok());
+  EXPECT_FALSE(wrongComm.connector->finish().ok());
   // The garbage client was closed too.
   char b;
   EXPECT_EQ(recv(garbage.get(), &b, 1, 0), 0);
@@ -737,6 +746,51 @@ TEST_P(SocketSetupTest, BadHellosAreRejectedAndRealPeersStillConnect) {
   p.rx = conn1->get();
   p.total = 1 << 20;
   EXPECT_EQ(runPumps({&p}), "");
+}
+
+TEST_P(SocketSetupTest, RecordedHelloIsRejectedByEveryOtherListener) {
+  // Two communicators with the same secret and comm hash, as two runs of one NCCL_COMM_ID job have.
+  World a = world(2, 64 << 10);
+  World b = world(2, 64 << 10);
+  EXPECT_NE(a.ctx[0].peers[1].dataChallenge, b.ctx[0].peers[1].dataChallenge);
+
+  // Record the hello b's rank 0 sends to its rank 1, by pointing it at a listener of ours.
+  net::SockAddr recorderAddr;
+  auto recorder = net::listenOn(loopback(), 4, &recorderAddr);
+  ASSERT_TRUE(recorder.ok());
+  Context misdirected = b.ctx[0];
+  misdirected.peers[1].dataAddr = recorderAddr;
+  Dialer sender = dialAs(misdirected, 1);
+  auto recorded = net::acceptOne(recorder->get(), Deadline::afterMs(5000), nullptr);
+  ASSERT_TRUE(recorded.ok());
+  uint8_t hello[80];
+  ASSERT_TRUE(net::recvAll(recorded->get(), hello, sizeof hello, Deadline::afterMs(5000), nullptr).ok());
+
+  auto replay = [&](const net::SockAddr& to) {
+    auto fd = net::connectTo(to, Deadline::afterMs(5000), nullptr);
+    EXPECT_TRUE(fd.ok());
+    EXPECT_TRUE(net::sendAll(fd->get(), hello, sizeof hello, Deadline::afterMs(5000), nullptr).ok());
+    return std::move(*fd);
+  };
+  // To a's rank 1 the recording is a forgery: it is closed on, and the real rank 0 still pairs up.
+  net::Fd toA = replay(a.ctx[0].peers[1].dataAddr);
+  auto real0 = a.transports[0]->prepare(1, 0);
+  auto real1 = a.transports[1]->prepare(0, 0);
+  ASSERT_TRUE(real0.ok() && real1.ok());
+  ASSERT_TRUE((*real0)->connect().ok());
+  std::thread acceptor([&] { ASSERT_TRUE((*real1)->finish().ok()) << lastErrorMessage(); });
+  auto conn0 = (*real0)->finish();
+  acceptor.join();
+  ASSERT_TRUE(conn0.ok()) << lastErrorMessage();
+  char byte;
+  EXPECT_EQ(recv(toA.get(), &byte, 1, 0), 0) << "a's rank 1 kept a replayed hello";
+
+  // Control: to the listener it was made for, the same bytes are a genuine hello and get an ack.
+  net::Fd toB = replay(b.ctx[0].peers[1].dataAddr);
+  auto bAcceptor = b.transports[1]->prepare(0, 0);
+  ASSERT_TRUE(bAcceptor.ok());
+  ASSERT_TRUE((*bAcceptor)->connect().ok());
+  EXPECT_TRUE((*bAcceptor)->finish().ok()) << lastErrorMessage();
 }
 
 TEST_P(SocketSetupTest, FinishTimesOutWhenThePeerNeverConnects) {

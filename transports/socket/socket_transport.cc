@@ -14,9 +14,7 @@
 namespace atl::transport::socket {
 namespace {
 
-constexpr uint32_t kHelloMagic = 0x41544c48;  // "ATLH"
-constexpr uint32_t kAckMagic = 0x41544c41;    // "ATLA"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kAckMagic = 0x41544c41;  // "ATLA"
 // A real peer sends its hello right after connecting; anything slower than this is not one of ours.
 constexpr int kHelloTimeoutMs = 10000;
 constexpr int kPollSliceMs = 100;
@@ -42,13 +40,13 @@ class SocketConnector final : public Connector {
     ATOLL_ASSIGN_OR_RETURN(fd_, net::connectTo(addr, deadline, ctx_->abort));
     hello_ = Hello{};
     hello_.magic = kHelloMagic;
-    hello_.version = kVersion;
+    hello_.version = kHelloVersion;
     hello_.commHash = ctx_->commHash;
     hello_.fromRank = ctx_->rank;
     hello_.toRank = peer_;
     hello_.channel = channel_;
     randomBytes(hello_.nonce);
-    Digest proof = helloProof(ctx_->secret, hello_);
+    Digest proof = helloProof(ctx_->secret, ctx_->peers[peer_].dataChallenge, hello_);
     std::memcpy(hello_.proof, proof.data(), proof.size());
     // 80 bytes always fit in an empty socket buffer: this does not wait for the peer.
     return net::sendAll(fd_.get(), &hello_, sizeof(hello_), deadline, ctx_->abort);
@@ -184,24 +182,26 @@ bool AcceptPool::advance(const Context& ctx, Pending& p) {
   }
 }
 
-Digest helloProof(const Secret& secret, const Hello& h) {
-  auto bytes = reinterpret_cast<const uint8_t*>(&h);
-  return hmacSha256(secret, std::span<const uint8_t>(bytes, offsetof(Hello, proof)));
+Digest helloProof(const Secret& secret, const Challenge& challenge, const Hello& h) {
+  uint8_t msg[sizeof(Challenge) + offsetof(Hello, proof)];
+  std::memcpy(msg, challenge.data(), challenge.size());
+  std::memcpy(msg + challenge.size(), &h, offsetof(Hello, proof));
+  return hmacSha256(secret, msg);
 }
 
-const char* checkHello(const Hello& h, uint64_t commHash, int rank, const Secret& secret) {
+const char* checkHello(const Hello& h, uint64_t commHash, int rank, const Secret& secret, const Challenge& challenge) {
   if (h.magic != kHelloMagic) return "not an Atoll hello (bad magic)";
-  if (h.version != kVersion) return "protocol version mismatch";
+  if (h.version != kHelloVersion) return "protocol version mismatch";
   if (h.commHash != commHash) return "belongs to another communicator";
   if (h.toRank != rank) return "addressed to another rank";
   if (h.fromRank < 0 || h.fromRank >= rank || h.channel < 0) return "bad rank or channel";
-  Digest want = helloProof(secret, h);
-  if (!constantTimeEqual(want, h.proof)) return "bad proof (wrong secret)";
+  Digest want = helloProof(secret, challenge, h);
+  if (!constantTimeEqual(want, h.proof)) return "bad proof (wrong secret, or replayed from another listener)";
   return nullptr;
 }
 
 const char* AcceptPool::validate(const Context& ctx, const Hello& h) const {
-  return checkHello(h, ctx.commHash, ctx.rank, ctx.secret);
+  return checkHello(h, ctx.commHash, ctx.rank, ctx.secret, challenge_);
 }
 
 Status SocketTransport::attach(const Context& ctx) {
@@ -223,14 +223,16 @@ Result<std::unique_ptr<Connector>> SocketTransport::prepare(int peer, int channe
 }  // namespace atl::transport::socket
 
 namespace atl::transport {
-Result<std::unique_ptr<Transport>> createSocketTransport(const net::SockAddr& bindAddr, net::SockAddr* listenAddr) {
+Result<std::unique_ptr<Transport>> createSocketTransport(const net::SockAddr& bindAddr, PeerInfo* me) {
   net::SockAddr bound;
   ATOLL_ASSIGN_OR_RETURN(net::Fd fd, net::listenOn(bindAddr, SOMAXCONN, &bound));
   // Accepted sockets inherit the receive buffer size, which bounds the TCP window negotiated at SYN time.
   int bytes = 4 << 20;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
-  if (listenAddr != nullptr) *listenAddr = bound;
-  auto pool = std::make_shared<socket::AcceptPool>(std::move(fd), bound);
+  socket::Challenge challenge;
+  randomBytes(challenge);
+  if (me != nullptr) me->dataAddr = bound, me->dataChallenge = challenge;
+  auto pool = std::make_shared<socket::AcceptPool>(std::move(fd), bound, challenge);
   return std::unique_ptr<Transport>(std::make_unique<socket::SocketTransport>(std::move(pool)));
 }
 }  // namespace atl::transport

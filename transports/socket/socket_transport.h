@@ -10,12 +10,21 @@
 // multiplexed with poll(), each with its own hello deadline, so a silent or garbage client is
 // dropped (and logged) without delaying the real peers.
 //
-// Why a proof in both directions: the hello carries HMAC(secret, fields) so the acceptor only pairs
-// up peers of this communicator; the acceptor's ack carries HMAC(secret, hello) so the connector
-// knows it reached the real peer and not a stale process reusing the port. Waiting for that ack
-// can only chain from lower to higher ranks, so it cannot deadlock the finish() phase.
+// Why a proof in both directions: the hello carries HMAC(secret, listener's challenge | fields) so
+// the acceptor only pairs up peers of this communicator; the acceptor's ack carries HMAC(secret,
+// hello), and the hello holds the connector's fresh nonce, so the connector knows it reached the
+// real peer and not a stale process reusing the port. Waiting for that ack can only chain from
+// lower to higher ranks, so it cannot deadlock the finish() phase.
+//
+// Why the listener's challenge travels in its PeerInfo rather than on the connection: a hello
+// proven over random bytes only this listener issued cannot be replayed from an earlier job (with
+// NCCL_COMM_ID the secret and the comm hash repeat across runs) nor to another listener, while
+// connect() still sends its hello without waiting for the acceptor. A challenge sent on accept
+// would make every connect() wait for its peer to reach finish(), serialising setup rank by rank.
+// The rendezvous that carries PeerInfo is itself authenticated (bootstrap/wire.h).
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +36,10 @@
 
 namespace atl::transport::socket {
 
+inline constexpr uint32_t kHelloMagic = 0x41544c48;  // "ATLH"
+// 2: the hello's proof covers the listener's challenge.
+inline constexpr uint32_t kHelloVersion = 2;
+
 /// Fixed hello a connecting (lower) rank sends first; all fields in host order.
 struct Hello {
   uint32_t magic;
@@ -36,8 +49,8 @@ struct Hello {
   int32_t toRank;
   int32_t channel;
   int32_t reserved;
-  uint8_t nonce[16];
-  uint8_t proof[32];  // HMAC-SHA256(secret, every byte above)
+  uint8_t nonce[16];   // the connector's, fresh per hello: it makes the acceptor's ack unique
+  uint8_t proof[32];  // HMAC-SHA256(secret, the listener's challenge | every byte above)
 };
 static_assert(sizeof(Hello) == 80);
 
@@ -49,16 +62,21 @@ struct Ack {
 };
 static_assert(sizeof(Ack) == 40);
 
-/// HMAC-SHA256(secret, the hello up to its proof).
-Digest helloProof(const Secret& secret, const Hello& h);
+/// The random bytes a listener publishes (PeerInfo::dataChallenge); hellos to it are proven over them.
+using Challenge = std::array<uint8_t, 16>;
+
+/// HMAC-SHA256(secret, challenge | the hello up to its proof).
+Digest helloProof(const Secret& secret, const Challenge& challenge, const Hello& h);
 /// Why an accepted connection's hello is not from a lower rank of this communicator addressed to
-/// `rank` (nullptr: it is). Free, so the fuzzers (tests/fuzz) run exactly what the listener runs.
-const char* checkHello(const Hello& h, uint64_t commHash, int rank, const Secret& secret);
+/// `rank` and proven over this listener's `challenge` (nullptr: it is). Free, so the fuzzers
+/// (tests/fuzz) run exactly what the listener runs.
+const char* checkHello(const Hello& h, uint64_t commHash, int rank, const Secret& secret, const Challenge& challenge);
 
 /// Listener plus the connections it accepted but has not handed out yet (shared with connectors).
 class AcceptPool {
  public:
-  AcceptPool(net::Fd listenFd, net::SockAddr listenAddr) : listen_(std::move(listenFd)), addr_(listenAddr) {}
+  AcceptPool(net::Fd listenFd, net::SockAddr listenAddr, const Challenge& challenge)
+      : listen_(std::move(listenFd)), addr_(listenAddr), challenge_(challenge) {}
 
   struct Accepted {
     net::Fd fd;
@@ -68,6 +86,7 @@ class AcceptPool {
   /// Accepts until the hello of (peer, channel) arrives or the deadline passes.
   Result<Accepted> take(const Context& ctx, int peer, int channel, Deadline deadline);
   const net::SockAddr& address() const { return addr_; }
+  const Challenge& challenge() const { return challenge_; }
 
  private:
   struct Pending {
@@ -85,6 +104,7 @@ class AcceptPool {
   std::mutex mu_;
   net::Fd listen_;
   net::SockAddr addr_;
+  const Challenge challenge_;
   std::vector<Pending> pending_;
   std::map<std::pair<int, int>, Accepted> ready_;
   std::set<std::pair<int, int>> taken_;
