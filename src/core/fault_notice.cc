@@ -1,17 +1,19 @@
 #include "core/fault_notice.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "core/comm.h"
 #include "core/debug.h"
+#include "core/params.h"
 
 namespace atl::fault {
 namespace {
 
 constexpr uint32_t kMagic = 0x544c4641;  // "AFLT"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;  // 2: flags
 constexpr uint32_t kTag = 0x00460000u;   // 'F': away from split/shrink tags and the reserved ones
 // A dead peer's notice never comes; a live one's is queued before its links break (it waits for
 // our listener's acknowledgement first), so this only covers the listener thread's last step.
@@ -19,6 +21,16 @@ constexpr int64_t kNoticeWaitMs = 100;
 // All notices of one failure share this budget: a peer on a dead host must not hold up the rest
 // of the spread (the notified ranks are otherwise still waiting on us, up to their timeouts).
 constexpr int64_t kSpreadBudgetMs = 500;
+// A stopped rank's listener accepts but never answers: one such peer must not use up the budget.
+constexpr int64_t kPerPeerMs = 100;
+// How long a wait-for chain is followed: the silent rank at its end sends nothing, so this is paid
+// once per timeout. A live rank on the chain stalled about when we did, so it times out (and sends
+// its notice) within about one ATOLL_TIMEOUT_MS of us; on a loaded host not always before us.
+constexpr int64_t kChainWaitMinMs = 300;
+constexpr int64_t kChainWaitMaxMs = 5000;
+int64_t chainWaitMs() {
+  return std::clamp<int64_t>(params::getInt(params::Id::TimeoutMs), kChainWaitMinMs, kChainWaitMaxMs);
+}
 
 std::string describeRank(const ncclComm* comm, int r) {
   const auto& peers = comm->links.context.peers;
@@ -41,7 +53,9 @@ void tell(ncclComm* comm, const Notice& cause, int skip) {
   for (int peer : comm->links.table.peers()) {
     if (peer == comm->rank || peer == skip || peer == cause.origin) continue;
     if (deadline.expired()) break;
-    if (comm->bootstrap->sendWithin(peer, kTag, wire, deadline).ok()) ++told;
+    // At least 1 ms: afterMs(0) would mean no deadline at all.
+    const Deadline each = Deadline::afterMs(std::max(1, deadline.remainingMs(static_cast<int>(kPerPeerMs))));
+    if (comm->bootstrap->sendWithin(peer, kTag, wire, each).ok()) ++told;
   }
   ATOLL_INFO(log::kInit, "rank %d: told %d peers that %s failed (seen by rank %d)", comm->rank, told,
              describeRank(comm, cause.origin).c_str(), cause.detector);
@@ -71,51 +85,133 @@ std::optional<Notice> decode(std::span<const std::byte> bytes, int nranks, const
   if (n.magic != kMagic) return fail("bad magic");
   if (n.version != kVersion || n.size != sizeof(Notice)) return fail("unknown version");
   if (n.origin < 0 || n.origin >= nranks || n.detector < 0 || n.detector >= nranks) return fail("rank out of range");
+  if ((n.flags & ~kTimedOut) != 0) return fail("unknown flags");
   if (std::memchr(n.reason, '\0', sizeof n.reason) == nullptr) return fail("reason not terminated");
   return n;
 }
 
-void spreadFailure(ncclComm* comm, int failedPeer, Status failure) {
+namespace {
+
+/// A received notice, if it decodes; malformed ones are logged and dropped.
+std::optional<Notice> takeNotice(ncclComm* comm, int from, int64_t waitMs) {
+  auto bytes = comm->bootstrap->tryRecv(from, kTag, waitMs);
+  if (!bytes) return std::nullopt;
+  const char* why = "";
+  auto n = decode(*bytes, comm->nranks, &why);
+  if (!n) ATOLL_WARN("rank %d: ignoring a malformed failure notice: %s", comm->rank, why);
+  return n;
+}
+
+/// The notices received so far, by the rank that sent them (one per rank and failure).
+class Notices {
+ public:
+  explicit Notices(ncclComm* comm) : comm_(comm), byDetector_(static_cast<size_t>(comm->nranks)) {}
+  void drain() {
+    while (auto n = takeNotice(comm_, -1, 0)) keep(*n);
+  }
+  /// `rank`'s notice, waiting for it until `deadline`.
+  const Notice* from(int rank, Deadline deadline) {
+    drain();
+    auto& slot = byDetector_[static_cast<size_t>(rank)];
+    if (!slot && !deadline.expired())
+      if (auto n = takeNotice(comm_, rank, deadline.remainingMs(static_cast<int>(kChainWaitMaxMs)))) keep(*n);
+    return slot ? &*slot : nullptr;
+  }
+  size_t size() const { return byDetector_.size(); }
+  /// Any notice received, for when the failed peer sent none.
+  const Notice* any() {
+    drain();
+    for (auto& n : byDetector_)
+      if (n) return &*n;
+    return nullptr;
+  }
+
+ private:
+  void keep(const Notice& n) {
+    auto& slot = byDetector_[static_cast<size_t>(n.detector)];
+    if (!slot) slot = n;
+  }
+  ncclComm* comm_;
+  std::vector<std::optional<Notice>> byDetector_;
+};
+
+/// Follows the wait-for chain from `notice` (fault_notice.h): while the last notice says its
+/// detector timed out waiting on a rank, look for that rank's notice, until a rank that sent none
+/// (the silent one), a conclusive notice (a link that broke), or a cycle of ranks waiting on each
+/// other (blamed where it closes). Returns the notice naming the rank to blame.
+Notice followChain(Notices& notices, Notice notice, int self, Deadline deadline) {
+  std::vector<bool> seen(notices.size(), false);
+  seen[static_cast<size_t>(self)] = true;
+  while ((notice.flags & kTimedOut) && !seen[static_cast<size_t>(notice.origin)]) {
+    seen[static_cast<size_t>(notice.origin)] = true;
+    const Notice* next = notices.from(notice.origin, deadline);
+    if (next == nullptr) break;
+    // A rank that broke off on its own (breakOff) names itself: it is the end of the chain.
+    if (next->origin == next->detector) return *next;
+    if ((next->flags & kTimedOut) && seen[static_cast<size_t>(next->origin)]) break;
+    notice = *next;
+  }
+  return notice;
+}
+
+}  // namespace
+
+void spreadFailure(ncclComm* comm, int failedPeer, bool timedOut, Status failure) {
   // After a local abort or revoke this rank is the cause, and its closed links say so.
   if (aborted(&comm->abortFlag) || failure.ok() || failedPeer < 0 || failedPeer >= comm->nranks ||
       failedPeer == comm->rank || !comm->bootstrap)
     return;
   std::string own = lastErrorMessage();  // the failure's message: raised just now on this thread
   // Link errors name the peer and its host already; a timeout names only the rank it waited on.
-  const std::string blamed = describeRank(comm, failedPeer);
   bool amended = false;
   if (own.find("rank " + std::to_string(failedPeer) + " (") == std::string::npos) {
-    own += "; the rank waited on is " + blamed;
+    own += "; the rank waited on is " + describeRank(comm, failedPeer);
     amended = true;
   }
-  Notice cause;
-  cause.origin = failedPeer;
-  cause.detector = comm->rank;
-  std::snprintf(cause.reason, sizeof cause.reason, "%s", own.c_str());
-  bool beyond = false, selfReported = false;
-  // The failed peer's own notice, else one that reached us from elsewhere before (the failed peer
-  // may have run out of its budget before it came to us).
-  auto bytes = comm->bootstrap->tryRecv(failedPeer, kTag, kNoticeWaitMs);
-  if (!bytes) bytes = comm->bootstrap->tryRecv(-1, kTag, 0);
-  if (bytes) {
-    const char* why = "";
-    if (auto n = decode(*bytes, comm->nranks, &why)) {
-      cause = *n;
-      beyond = cause.origin != failedPeer;
-      // A rank that broke off for a reason of its own (breakOff) reports itself.
-      selfReported = !beyond && cause.detector == failedPeer;
-    } else {
-      ATOLL_WARN("rank %d: ignoring a malformed failure notice: %s", comm->rank, why);
-    }
+  Notice mine;
+  mine.origin = failedPeer;
+  mine.detector = comm->rank;
+  mine.flags = timedOut ? kTimedOut : 0;
+  std::snprintf(mine.reason, sizeof mine.reason, "%s", own.c_str());
+  // A timeout's notice is only an edge of the wait-for chain: it goes out at once, so the ranks
+  // waiting on this one can follow the chain through it without waiting for this rank's search.
+  if (timedOut) tell(comm, mine, failedPeer);
+  Notices notices(comm);
+  Notice cause = mine;
+  const Deadline chainDeadline = Deadline::afterMs(chainWaitMs());
+  if (timedOut) {
+    // Only the chain from the rank waited on counts: another rank's timeout may blame a rank that
+    // is merely waiting, and this rank's own evidence is better than that.
+    cause = followChain(notices, mine, comm->rank, chainDeadline);
+  } else {
+    // The failed peer's own notice, else one that reached us from elsewhere before (the failed
+    // peer may have run out of its budget before it came to us).
+    const Notice* first = notices.from(failedPeer, Deadline::afterMs(kNoticeWaitMs));
+    if (first == nullptr) first = notices.any();
+    if (first != nullptr) cause = followChain(notices, *first, comm->rank, chainDeadline);
   }
-  tell(comm, cause, failedPeer);
+  const bool beyond = cause.origin != failedPeer;
+  // A rank that broke off for a reason of its own (breakOff) reports itself.
+  const bool selfReported = !beyond && cause.detector == failedPeer && cause.origin == failedPeer;
+  if (!timedOut) {
+    // Passed on resolved: the rank to blame, and whether it was found silent.
+    Notice passOn = cause;
+    if (passOn.detector == failedPeer && !selfReported) passOn.detector = comm->rank;
+    tell(comm, passOn, failedPeer);
+  }
   // Raised last, so it is this thread's last error (notice sends may have raised their own).
-  if (beyond)
-    (void)ATOLL_ERROR(failure.code(), "rank %d: rank %d gave up after %s failed; rank %d saw: %s", comm->rank,
-                      failedPeer, describeRank(comm, cause.origin).c_str(), cause.detector, cause.reason);
+  const std::string culprit = describeRank(comm, cause.origin);
+  if (beyond && timedOut)
+    (void)ATOLL_ERROR(failure.code(), "rank %d: timed out waiting on rank %d, which waits on %s %s; rank %d saw: %s",
+                      comm->rank, failedPeer, (cause.flags & kTimedOut) ? "the silent" : "the failed", culprit.c_str(),
+                      cause.detector, cause.reason);
+  else if (beyond)
+    (void)ATOLL_ERROR(failure.code(), "rank %d: rank %d gave up after %s %s; rank %d saw: %s", comm->rank, failedPeer,
+                      culprit.c_str(), (cause.flags & kTimedOut) ? "went silent" : "failed", cause.detector,
+                      cause.reason);
   else if (selfReported)
-    (void)ATOLL_ERROR(failure.code(), "rank %d: %s gave up on the communicator: %s", comm->rank,
-                      describeRank(comm, failedPeer).c_str(), cause.reason);
+    (void)ATOLL_ERROR(failure.code(), "rank %d: %s gave up on the communicator: %s", comm->rank, culprit.c_str(),
+                      cause.reason);
   else if (amended)
     (void)ATOLL_ERROR(failure.code(), "%s", own.c_str());
   else

@@ -25,19 +25,31 @@ struct Notice {
   uint16_t size = 0;
   int32_t origin = -1;    // the rank found dead or silent
   int32_t detector = -1;  // the rank that found it (its own link to `origin` failed)
-  char reason[240] = {};  // the detector's error message, NUL-terminated
+  uint32_t flags = 0;     // kTimedOut
+  char reason[236] = {};  // the detector's error message, NUL-terminated
 };
+static_assert(sizeof(Notice) == 256);
+/// `origin` is the end of a chain of ranks each waiting on the next, not a rank whose link broke.
+inline constexpr uint32_t kTimedOut = 1;
 
 std::vector<std::byte> encode(const Notice& n);
 /// The notice in `bytes` if it is well formed for a communicator of `nranks`; why not otherwise.
 std::optional<Notice> decode(std::span<const std::byte> bytes, int nranks, const char** why = nullptr);
 
 /// Called on a failed call, before its links are broken. `failedPeer` is the peer whose link broke
-/// (or that a timeout waited on). Finds the root cause (that peer's notice, else the peer itself),
-/// tells the other link peers within a bounded time, and, when the cause lies beyond `failedPeer`,
-/// raises an error naming it so ncclGetLastError and the log say which rank failed. The result
-/// code is unchanged. Does nothing after a local abort or revoke, or when no peer is to blame.
-void spreadFailure(ncclComm* comm, int failedPeer, Status failure);
+/// (or, `timedOut`, that a timeout waited on). Finds the root cause (that peer's notice, else the
+/// peer itself), tells the other link peers within a bounded time, and, when the cause lies beyond
+/// `failedPeer`, raises an error naming it so ncclGetLastError and the log say which rank failed.
+/// The result code is unchanged. Does nothing after a local abort or revoke, or when no peer is to
+/// blame.
+///
+/// Why timeouts follow a chain: a silent rank stalls its neighbours, which stall theirs, so most
+/// ranks time out waiting on a rank that is itself waiting. Each sends which rank it waited on; a
+/// rank follows those notices from the rank it waited on to the first rank that sent none, which
+/// is the silent one. The ranks nearer to it stall first, so their notices are usually queued
+/// already; one that is not is waited for up to ATOLL_TIMEOUT_MS (clamped to 0.3-5 s), which the
+/// silent rank at the end of the chain costs once.
+void spreadFailure(ncclComm* comm, int failedPeer, bool timedOut, Status failure);
 
 /// This rank gives up on the communicator for a reason of its own (the error just raised, e.g. an
 /// ATOLL_CHECK desync that other ranks cannot see): records it as the asynchronous error, tells the

@@ -69,6 +69,7 @@ Status checkCalls(std::span<ncclComm* const> comms, std::span<const OpDesc> ops,
   for (size_t i = 0; i < comms.size(); ++i) {
     queues[i].result = exchange[i].result.ok() ? compareCallPrints(*checks[i]) : exchange[i].result;
     queues[i].failedPeer = exchange[i].failedPeer;
+    queues[i].timedOut = exchange[i].timedOut;
     if (checks[i]->desync) fault::breakOff(comms[i], queues[i].result);
     if (!queues[i].result.ok() && result.ok()) result = queues[i].result;
   }
@@ -149,7 +150,7 @@ Status runOps(std::span<const OpDesc> ops) {
       ncclResult_t expected = ncclSuccess;
       comms[i]->asyncError.compare_exchange_strong(expected, s.code());
       // Tell the peers which rank failed before they see this rank's links break (fault_notice.h).
-      fault::spreadFailure(comms[i], queues[i].failedPeer, s);
+      fault::spreadFailure(comms[i], queues[i].failedPeer, queues[i].timedOut, s);
       // A failed collective leaves peers mid-stream; break the links so every survivor fails in
       // a hop or two instead of at its timeout. The communicator is unusable from here (as in NCCL
       // after an asynchronous error): abort or destroy it, or shrink it.

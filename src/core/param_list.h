@@ -49,7 +49,8 @@ ATOLL_PARAM(RdMaxBytes, "ATOLL_RD_MAX_BYTES", Size, "262144",
 ATOLL_PARAM(PlanCacheSize, "ATOLL_PLAN_CACHE_SIZE", Int, "64",
             "Collective plans kept per communicator for reuse by identical calls (0 = build every call).")
 ATOLL_PARAM(TimeoutMs, "ATOLL_TIMEOUT_MS", Int, "300000",
-            "A collective that makes no progress for this long fails with ncclSystemError (0 = wait forever).")
+            "A collective that makes no progress for this long fails with ncclSystemError (0 = wait forever). "
+            "The survivors then spend up to this long again (clamped to 0.3-5 s) finding which rank went silent.")
 ATOLL_PARAM(Check, "ATOLL_CHECK", Bool, "0",
             "Before every launch, exchange a fingerprint of the call (sequence, collective, count, type, op, root; "
             "bytes per peer for send/recv) with the peers, so mismatched calls fail with ncclInvalidUsage on every "

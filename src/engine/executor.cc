@@ -241,9 +241,10 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
     return Status::Ok();
   };
   // Every queue still holding plans stops with the error: their peers are mid-stream too.
-  auto failAll = [&](size_t q, Status s, int peer = -1) {
+  auto failAll = [&](size_t q, Status s, int peer = -1, bool timedOut = false) {
     queues[q].result = s;
     queues[q].failedPeer = peer;
+    queues[q].timedOut = timedOut;
     for (CommQueue& other : queues)
       if (other.pending() && other.result.ok()) other.result = s;
     return s;
@@ -290,7 +291,7 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
         return failAll(q, ATOLL_ERROR(ncclSystemError, "%s made no progress for %lld ms, waiting at %s",
                                       queues[q].current().what.c_str(), static_cast<long long>(options.timeoutMs),
                                       running[q]->waitingOn().c_str()),
-                       running[q]->waitingPeer());
+                       running[q]->waitingPeer(), true);
       }
     }
   }

@@ -23,6 +23,7 @@ struct CommQueue {
   size_t next = 0;           // plans[next] is the one running or about to
   Status result;             // first error of this queue
   int failedPeer = -1;       // the peer whose link broke (or that a timeout waited on); -1: none
+  bool timedOut = false;     // failedPeer is only the rank waited on: it may be waiting itself
   bool pending() const { return next < plans.size(); }
   Plan& current() const { return *plans[next]; }
 };

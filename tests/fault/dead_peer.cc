@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -99,13 +100,16 @@ int child(int rank, int nranks, int victim, size_t bytes, int idFd, bool stop, b
       std::fprintf(stderr, "rank %d: iteration %d failed with %s (async %s): %s\n", rank, iter, ncclGetErrorString(r),
                    ncclGetErrorString(async), ncclGetLastError(comm));
       if (async != r) return 4;
-      // Every survivor, next to the victim or not, must name it and its host (core/fault_notice.h).
-      // A silent victim is found by timeouts, which blame the rank waited on: not checked there.
+      // Every survivor, next to the victim or not, must blame it, with its host, before any other
+      // rank it names that way (core/fault_notice.h); a silent victim too, at the end of the chain
+      // of timed-out ranks that wait on one another.
       char host[256] = {};
       gethostname(host, sizeof host - 1);
       const std::string why = ncclGetLastError(comm);
-      if (!stop && (why.find("rank " + std::to_string(victim) + " (") == std::string::npos ||
-                    why.find("host " + std::string(host)) == std::string::npos)) {
+      std::smatch blamed;
+      const bool named = std::regex_search(why, blamed, std::regex("rank ([0-9]+) \\(")) &&
+                         blamed[1] == std::to_string(victim);
+      if (!named || why.find("host " + std::string(host)) == std::string::npos) {
         std::fprintf(stderr, "rank %d: the error does not name rank %d on host %s\n", rank, victim, host);
         return kWrongCause;
       }

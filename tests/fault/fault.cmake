@@ -9,10 +9,12 @@ if(ATOLL_SANITIZE)
   set(ATOLL_FAULT_LIMIT_MS 30000)
 endif()
 # Killed (SIGKILL) over shm and sockets at 4 and 8 ranks; frozen (SIGSTOP, alive but silent) with a
-# 1 s ATOLL_TIMEOUT_MS, where only the no-progress deadline can end the survivors' wait; killed and
-# then recovered from (shrink without the victim, checked all-reduce).
+# 1 s ATOLL_TIMEOUT_MS, where only the no-progress deadline can end the survivors' wait (and most
+# survivors wait on a rank that is itself waiting, so naming the victim takes the wait-for chain);
+# killed and then recovered from (shrink without the victim, checked all-reduce).
 foreach(cfg "shm_4;4;1;;" "shm_8;8;5;;" "socket_4;4;2;NCCL_SHM_DISABLE=1;" "socket_8;8;6;NCCL_SHM_DISABLE=1;"
             "stopped_shm_4;4;2;ATOLL_TIMEOUT_MS=1000;--stop" "stopped_socket_4;4;1;NCCL_SHM_DISABLE=1,ATOLL_TIMEOUT_MS=1000;--stop"
+            "stopped_shm_8;8;5;ATOLL_TIMEOUT_MS=1000;--stop" "stopped_socket_8;8;3;NCCL_SHM_DISABLE=1,ATOLL_TIMEOUT_MS=1000;--stop"
             "shrink_shm_8;8;3;;--shrink" "shrink_socket_4;4;0;NCCL_SHM_DISABLE=1;--shrink")
   list(GET cfg 0 name)
   list(GET cfg 1 ranks)

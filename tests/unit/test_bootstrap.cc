@@ -551,12 +551,14 @@ TEST(FaultNotice, EncodeDecode) {
   fault::Notice n;
   n.origin = 3;
   n.detector = 1;
+  n.flags = fault::kTimedOut;
   std::snprintf(n.reason, sizeof n.reason, "shm: rank 1: peer rank 3 exited");
   std::vector<std::byte> wire = fault::encode(n);
   auto back = fault::decode(wire, 4);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->origin, 3);
   EXPECT_EQ(back->detector, 1);
+  EXPECT_EQ(back->flags, fault::kTimedOut);
   EXPECT_STREQ(back->reason, n.reason);
   const char* why = nullptr;
   EXPECT_FALSE(fault::decode(wire, 3, &why).has_value());  // rank 3 is not in a job of 3
@@ -571,6 +573,10 @@ TEST(FaultNotice, EncodeDecode) {
   std::memset(bad.data() + offsetof(fault::Notice, reason), 'x', sizeof n.reason);  // no terminator
   EXPECT_FALSE(fault::decode(bad, 4, &why).has_value());
   EXPECT_STREQ(why, "reason not terminated");
+  bad = wire;
+  bad[offsetof(fault::Notice, flags)] |= std::byte{2};  // a flag this version does not know
+  EXPECT_FALSE(fault::decode(bad, 4, &why).has_value());
+  EXPECT_STREQ(why, "unknown flags");
   // encode() terminates a full reason itself.
   std::memset(n.reason, 'y', sizeof n.reason);
   EXPECT_TRUE(fault::decode(fault::encode(n), 4).has_value());
