@@ -59,8 +59,9 @@ class Bootstrap {
   /// long on a dead peer nor be cut off by the abort they are part of.
   virtual Status sendWithin(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline) = 0;
   /// A message from (peer, tag) of any length if one is queued or arrives within `waitMs`; peer
-  /// -1 takes one from any rank.
-  virtual std::optional<std::vector<std::byte>> tryRecv(int peer, uint32_t tag, int64_t waitMs) = 0;
+  /// -1 takes one from any rank. `from` (if given) receives the sender's rank.
+  virtual std::optional<std::vector<std::byte>> tryRecv(int peer, uint32_t tag, int64_t waitMs,
+                                                        int* from = nullptr) = 0;
   virtual Status barrier() = 0;
 };
 

@@ -92,7 +92,7 @@ Status BootstrapImpl::sendWithin(int peer, uint32_t tag, std::span<const std::by
   return sendTo(peer, tag, data, deadline, nullptr, net::ConnectRetry::Never);
 }
 
-std::optional<std::vector<std::byte>> BootstrapImpl::tryRecv(int peer, uint32_t tag, int64_t waitMs) {
+std::optional<std::vector<std::byte>> BootstrapImpl::tryRecv(int peer, uint32_t tag, int64_t waitMs, int* from) {
   const auto until = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(waitMs, 0));
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -100,6 +100,7 @@ std::optional<std::vector<std::byte>> BootstrapImpl::tryRecv(int peer, uint32_t 
       if ((peer >= 0 && it->from != peer) || it->tag != tag) continue;
       auto* p = reinterpret_cast<const std::byte*>(it->data.data());
       std::vector<std::byte> out(p, p + it->data.size());
+      if (from != nullptr) *from = it->from;
       unexpected_.erase(it);
       return out;
     }

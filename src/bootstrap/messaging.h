@@ -45,7 +45,7 @@ class BootstrapImpl final : public Bootstrap {
   Status allGather(std::span<std::byte> data, size_t perRank) override;
   Status barrier() override;
   Status sendWithin(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline) override;
-  std::optional<std::vector<std::byte>> tryRecv(int peer, uint32_t tag, int64_t waitMs) override;
+  std::optional<std::vector<std::byte>> tryRecv(int peer, uint32_t tag, int64_t waitMs, int* from = nullptr) override;
 
  private:
   struct Message {

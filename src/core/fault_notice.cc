@@ -92,9 +92,9 @@ std::optional<Notice> decode(std::span<const std::byte> bytes, int nranks, const
 
 namespace {
 
-/// A received notice, if it decodes; malformed ones are logged and dropped.
-std::optional<Notice> takeNotice(ncclComm* comm, int from, int64_t waitMs) {
-  auto bytes = comm->bootstrap->tryRecv(from, kTag, waitMs);
+/// A received notice, if it decodes (malformed ones are logged and dropped), and who sent it.
+std::optional<Notice> takeNotice(ncclComm* comm, int from, int64_t waitMs, int* sender) {
+  auto bytes = comm->bootstrap->tryRecv(from, kTag, waitMs, sender);
   if (!bytes) return std::nullopt;
   const char* why = "";
   auto n = decode(*bytes, comm->nranks, &why);
@@ -102,37 +102,43 @@ std::optional<Notice> takeNotice(ncclComm* comm, int from, int64_t waitMs) {
   return n;
 }
 
-/// The notices received so far, by the rank that sent them (one per rank and failure).
+/// The notices received so far, by the rank that sent them (one per rank and failure). A rank
+/// passes on the cause it found, so its notice may name another detector: what matters for the
+/// chain is what each rank said.
 class Notices {
  public:
-  explicit Notices(ncclComm* comm) : comm_(comm), byDetector_(static_cast<size_t>(comm->nranks)) {}
+  explicit Notices(ncclComm* comm) : comm_(comm), bySender_(static_cast<size_t>(comm->nranks)) {}
   void drain() {
-    while (auto n = takeNotice(comm_, -1, 0)) keep(*n);
+    int sender = -1;
+    while (auto n = takeNotice(comm_, -1, 0, &sender)) keep(sender, *n);
   }
-  /// `rank`'s notice, waiting for it until `deadline`.
+  /// What `rank` said, waiting for it until `deadline`.
   const Notice* from(int rank, Deadline deadline) {
     drain();
-    auto& slot = byDetector_[static_cast<size_t>(rank)];
+    auto& slot = bySender_[static_cast<size_t>(rank)];
+    int sender = -1;
     if (!slot && !deadline.expired())
-      if (auto n = takeNotice(comm_, rank, deadline.remainingMs(static_cast<int>(kChainWaitMaxMs)))) keep(*n);
+      if (auto n = takeNotice(comm_, rank, deadline.remainingMs(static_cast<int>(kChainWaitMaxMs)), &sender))
+        keep(sender, *n);
     return slot ? &*slot : nullptr;
   }
-  size_t size() const { return byDetector_.size(); }
+  size_t size() const { return bySender_.size(); }
   /// Any notice received, for when the failed peer sent none.
   const Notice* any() {
     drain();
-    for (auto& n : byDetector_)
+    for (auto& n : bySender_)
       if (n) return &*n;
     return nullptr;
   }
 
  private:
-  void keep(const Notice& n) {
-    auto& slot = byDetector_[static_cast<size_t>(n.detector)];
+  void keep(int sender, const Notice& n) {
+    if (sender < 0 || static_cast<size_t>(sender) >= bySender_.size()) return;
+    auto& slot = bySender_[static_cast<size_t>(sender)];
     if (!slot) slot = n;
   }
   ncclComm* comm_;
-  std::vector<std::optional<Notice>> byDetector_;
+  std::vector<std::optional<Notice>> bySender_;
 };
 
 /// Follows the wait-for chain from `notice` (fault_notice.h): while the last notice says its
@@ -193,12 +199,8 @@ void spreadFailure(ncclComm* comm, int failedPeer, bool timedOut, Status failure
   const bool beyond = cause.origin != failedPeer;
   // A rank that broke off for a reason of its own (breakOff) reports itself.
   const bool selfReported = !beyond && cause.detector == failedPeer && cause.origin == failedPeer;
-  if (!timedOut) {
-    // Passed on resolved: the rank to blame, and whether it was found silent.
-    Notice passOn = cause;
-    if (passOn.detector == failedPeer && !selfReported) passOn.detector = comm->rank;
-    tell(comm, passOn, failedPeer);
-  }
+  // Passed on resolved: the rank to blame, who saw it, and whether it was found silent.
+  if (!timedOut) tell(comm, cause, failedPeer);
   // Raised last, so it is this thread's last error (notice sends may have raised their own).
   const std::string culprit = describeRank(comm, cause.origin);
   if (beyond && timedOut)

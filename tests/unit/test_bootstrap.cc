@@ -531,9 +531,11 @@ TEST(Bootstrap, SendWithinAndTryRecv) {
       auto got = b.tryRecv(2, kTag, 5000);
       ASSERT_TRUE(got.has_value());
       EXPECT_EQ(*got, pattern(2, 0, kTag, 300));
-      got = b.tryRecv(-1, kTag, 5000);  // rank 1's, whenever it came
+      int from = -1;
+      got = b.tryRecv(-1, kTag, 5000, &from);  // rank 1's, whenever it came
       ASSERT_TRUE(got.has_value());
       EXPECT_EQ(*got, pattern(1, 0, kTag, 300));
+      EXPECT_EQ(from, 1);
       EXPECT_LT(secondsSince(start), 5.0);
       start = std::chrono::steady_clock::now();
       EXPECT_FALSE(b.tryRecv(-1, kTag, 50).has_value());
