@@ -61,36 +61,6 @@ void tell(ncclComm* comm, const Notice& cause, int skip) {
              describeRank(comm, cause.origin).c_str(), cause.detector);
 }
 
-}  // namespace
-
-std::vector<std::byte> encode(const Notice& n) {
-  Notice w = n;
-  w.magic = kMagic;
-  w.version = kVersion;
-  w.size = sizeof(Notice);
-  w.reason[sizeof w.reason - 1] = '\0';
-  std::vector<std::byte> out(sizeof(Notice));
-  std::memcpy(out.data(), &w, sizeof w);
-  return out;
-}
-
-std::optional<Notice> decode(std::span<const std::byte> bytes, int nranks, const char** why) {
-  auto fail = [&](const char* w) -> std::optional<Notice> {
-    if (why) *why = w;
-    return std::nullopt;
-  };
-  if (bytes.size() != sizeof(Notice)) return fail("wrong size");
-  Notice n;
-  std::memcpy(&n, bytes.data(), sizeof n);
-  if (n.magic != kMagic) return fail("bad magic");
-  if (n.version != kVersion || n.size != sizeof(Notice)) return fail("unknown version");
-  if (n.origin < 0 || n.origin >= nranks || n.detector < 0 || n.detector >= nranks) return fail("rank out of range");
-  if ((n.flags & ~kTimedOut) != 0) return fail("unknown flags");
-  if (std::memchr(n.reason, '\0', sizeof n.reason) == nullptr) return fail("reason not terminated");
-  return n;
-}
-
-namespace {
 
 /// A received notice, if it decodes (malformed ones are logged and dropped), and who sent it.
 std::optional<Notice> takeNotice(ncclComm* comm, int from, int64_t waitMs, int* sender) {
@@ -162,6 +132,34 @@ Notice followChain(Notices& notices, Notice notice, int self, Deadline deadline)
 
 }  // namespace
 
+std::vector<std::byte> encode(const Notice& n) {
+  Notice w = n;
+  w.magic = kMagic;
+  w.version = kVersion;
+  w.size = sizeof(Notice);
+  w.reason[sizeof w.reason - 1] = '\0';
+  std::vector<std::byte> out(sizeof(Notice));
+  std::memcpy(out.data(), &w, sizeof w);
+  return out;
+}
+
+std::optional<Notice> decode(std::span<const std::byte> bytes, int nranks, const char** why) {
+  auto fail = [&](const char* w) -> std::optional<Notice> {
+    if (why) *why = w;
+    return std::nullopt;
+  };
+  if (bytes.size() != sizeof(Notice)) return fail("wrong size");
+  Notice n;
+  std::memcpy(&n, bytes.data(), sizeof n);
+  if (n.magic != kMagic) return fail("bad magic");
+  if (n.version != kVersion || n.size != sizeof(Notice)) return fail("unknown version");
+  if (n.origin < 0 || n.origin >= nranks || n.detector < 0 || n.detector >= nranks) return fail("rank out of range");
+  if ((n.flags & ~kTimedOut) != 0) return fail("unknown flags");
+  if (std::memchr(n.reason, '\0', sizeof n.reason) == nullptr) return fail("reason not terminated");
+  return n;
+}
+
+
 void spreadFailure(ncclComm* comm, int failedPeer, bool timedOut, Status failure) {
   // After a local abort or revoke this rank is the cause, and its closed links say so.
   if (aborted(&comm->abortFlag) || failure.ok() || failedPeer < 0 || failedPeer >= comm->nranks ||
@@ -198,7 +196,7 @@ void spreadFailure(ncclComm* comm, int failedPeer, bool timedOut, Status failure
   }
   const bool beyond = cause.origin != failedPeer;
   // A rank that broke off for a reason of its own (breakOff) reports itself.
-  const bool selfReported = !beyond && cause.detector == failedPeer && cause.origin == failedPeer;
+  const bool selfReported = !beyond && cause.detector == failedPeer;
   // Passed on resolved: the rank to blame, who saw it, and whether it was found silent.
   if (!timedOut) tell(comm, cause, failedPeer);
   // Raised last, so it is this thread's last error (notice sends may have raised their own).

@@ -24,7 +24,6 @@
 // The rendezvous that carries PeerInfo is itself authenticated (bootstrap/wire.h).
 #pragma once
 
-#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -62,8 +61,8 @@ struct Ack {
 };
 static_assert(sizeof(Ack) == 40);
 
-/// The random bytes a listener publishes (PeerInfo::dataChallenge); hellos to it are proven over them.
-using Challenge = std::array<uint8_t, 16>;
+/// The random bytes a listener publishes in its PeerInfo; hellos to it are proven over them.
+using Challenge = decltype(PeerInfo::dataChallenge);
 
 /// HMAC-SHA256(secret, challenge | the hello up to its proof).
 Digest helloProof(const Secret& secret, const Challenge& challenge, const Hello& h);
@@ -86,7 +85,6 @@ class AcceptPool {
   /// Accepts until the hello of (peer, channel) arrives or the deadline passes.
   Result<Accepted> take(const Context& ctx, int peer, int channel, Deadline deadline);
   const net::SockAddr& address() const { return addr_; }
-  const Challenge& challenge() const { return challenge_; }
 
  private:
   struct Pending {
