@@ -1,5 +1,6 @@
 #include "topology/fabric.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -26,7 +27,27 @@ const char* levelName(Level l) {
   return "?";
 }
 
+void Fabric::buildIndex() {
+  byName_.clear();
+  byShort_.clear();
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const std::string& h = hosts[i].host;
+    byName_.emplace(h, static_cast<uint32_t>(i));
+    byShort_.emplace(h.substr(0, h.find('.')), static_cast<uint32_t>(i));
+  }
+  indexed_ = hosts.size();
+}
+
 const FabricHost* Fabric::findHost(const std::string& name) const {
+  if (indexed_ == hosts.size() && indexed_ > 0) {
+    if (auto it = byName_.find(name); it != byName_.end()) return &hosts[it->second];
+    const std::string shortName = name.substr(0, name.find('.'));
+    // The first host in file order that is named shortName or whose short name it is.
+    size_t best = hosts.size();
+    if (auto it = byName_.find(shortName); it != byName_.end()) best = it->second;
+    if (auto it = byShort_.find(shortName); it != byShort_.end()) best = std::min<size_t>(best, it->second);
+    return best < hosts.size() ? &hosts[best] : nullptr;
+  }
   for (const FabricHost& h : hosts)
     if (h.host == name) return &h;
   const std::string shortName = name.substr(0, name.find('.'));
@@ -185,6 +206,7 @@ Result<Fabric> parseFabric(const std::string& text) {
       return ATOLL_ERROR(ncclInvalidArgument, "fabric: island %s is in groups %s and %s", h.island.c_str(),
                          it->second.c_str(), h.group.c_str());
   }
+  f.buildIndex();
   return f;
 }
 

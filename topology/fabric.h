@@ -4,7 +4,9 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
@@ -34,7 +36,17 @@ struct Fabric {
 
   const LevelSpec& level(Level l) const { return levels[static_cast<size_t>(l)]; }
   /// Looks up by full name, then by the short name (up to the first '.'); nullptr if absent.
+  /// Every rank looks up every rank's host, so this is a hash lookup once indexed (O(1), not a scan
+  /// of up to a million hosts per rank).
   const FabricHost* findHost(const std::string& name) const;
+  /// Indexes `hosts` for findHost; call after changing them (parseFabric does). Hosts added
+  /// since the last call are still found, by a scan.
+  void buildIndex();
+
+ private:
+  std::unordered_map<std::string, uint32_t> byName_;   // full name -> first host with it
+  std::unordered_map<std::string, uint32_t> byShort_;  // short name -> first host whose short name it is
+  size_t indexed_ = 0;
 };
 
 /// Parses the text format; errors (ncclInvalidArgument) name the line.

@@ -167,6 +167,7 @@ Result<Cluster> syntheticCluster(const ClusterSpec& spec) {
       c.ranks.push_back(d);
     }
   }
+  f.buildIndex();
   ATOLL_ASSIGN_OR_RETURN(c.islands, buildIslandMap(c.ranks, &c.fabric));
   for (const std::vector<int>& members : c.islands.members) {
     const int node = members.front() / spec.node.gpus;

@@ -2,9 +2,10 @@
 //
 // Lifecycle (Gloo/NCCL style): a Transport is created per communicator before the rendezvous (so
 // it can advertise an address in PeerInfo), attached to the exchanged peer table, then asked to
-// prepare() a Connector per (peer, channel). The communicator runs three phases over all its
-// connectors — prepare all, bootstrap barrier, connect() all (never waits for the peer), finish()
-// all (may wait, bounded by the deadline) — so no ordering between ranks can deadlock.
+// prepare() a Connector per (peer, channel). The communicator runs four phases over the links a
+// call needs (core/connect.h) — prepare all, connect() all (never waits for the peer), finish()
+// all (may wait for the peer's connect(), bounded by the deadline), settle() all — so no ordering
+// between ranks, nor one thread driving several ranks, can deadlock.
 //
 // Stream contract used by the engine: bytes arrive in order; peek() returns a contiguous view of
 // received, unconsumed bytes; its end is either the end of what has arrived or the end of the
@@ -67,6 +68,10 @@ class Connection {
   /// skip their staging copy. Errors as for peek(), once nothing more can be delivered.
   virtual Result<size_t> receiveInto(void* dst, size_t n);
   virtual std::string describe() const = 0;
+  /// Waits until the peer holds its end of the link too (the last phase of link setup, see
+  /// core/connect.h). Once every rank's setup returned, a rank that fails and tears its links
+  /// down is seen by the peer as a broken link, never as a peer that has not come yet.
+  virtual Status settle(Deadline /*deadline*/, const AbortFlag* /*abort*/) { return Status::Ok(); }
   /// Breaks the link on purpose (this rank gave up on the communicator): the peer's next send or
   /// peek fails with ncclRemoteError instead of waiting, so a failure spreads in one hop per link.
   virtual void shutdown() = 0;

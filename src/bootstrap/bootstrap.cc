@@ -1,7 +1,13 @@
 // Bootstrap::create: the rank side of the rendezvous.
+//
+// A rank joins the root that serves its block (one root unless ncclCommInitRankScalable passed
+// several ids), gets back the listen addresses of its Bruck partners that root serves, looks up
+// the others at the roots that serve them, and then gathers every rank's info with its peers in
+// ceil(log2 n) rounds (messaging.cc). No step costs the root, or any rank, n sequential sends.
 #include "bootstrap/bootstrap.h"
 
 #include <cstring>
+#include <map>
 
 #include "bootstrap/messaging.h"
 #include "bootstrap/root.h"
@@ -13,8 +19,8 @@
 namespace atl::bootstrap {
 namespace {
 
-// A rank waits this much longer than the root for the table, so the root's explanation of a timeout
-// (which ranks are missing) arrives before the rank gives up on its own.
+// A rank waits this much longer than the root for its reply, so the root's explanation of a
+// timeout (which ranks are missing) arrives before the rank gives up on its own.
 constexpr int64_t kReplyGraceMs = 2000;
 
 ncclResult_t toResult(int32_t code) {
@@ -31,11 +37,29 @@ ncclResult_t toResult(int32_t code) {
   }
 }
 
-Result<BootstrapImpl::Table> join(const net::SockAddr& root, const Secret& secret, int rank, int nranks,
-                                  std::span<const std::byte> myInfo, const net::SockAddr& myAddr,
-                                  const AbortFlag* abort, int64_t timeoutMs) {
+struct Root {
+  net::SockAddr addr;
+  Secret secret;
+  int index = 0;
+  int count = 1;
+};
+
+Root rootOf(const ncclUniqueId& id, int index, int count) {
+  IdLayout l = decodeId(id);
+  Root r;
+  r.addr = net::unpack(l.root);
+  std::memcpy(r.secret.data(), l.secret, r.secret.size());
+  r.index = index;
+  r.count = count;
+  return r;
+}
+
+/// One request to a root: a join (no body) or a lookup of `ranks`; returns the entries it answers.
+Result<std::vector<wire::AddrEntry>> ask(const Root& root, wire::JoinKind kind, int rank, int nranks, uint32_t infoSize,
+                                         const net::SockAddr& myAddr, const std::vector<int32_t>& ranks,
+                                         const AbortFlag* abort, int64_t timeoutMs) {
   Deadline deadline = Deadline::afterMs(timeoutMs);
-  ATOLL_ASSIGN_OR_RETURN(net::Fd fd, net::connectTo(root, deadline, abort));
+  ATOLL_ASSIGN_OR_RETURN(net::Fd fd, net::connectTo(root.addr, deadline, abort));
   wire::Nonce nonce;
   ATOLL_CHECK(net::recvAll(fd.get(), nonce.data(), nonce.size(), deadline, abort));
   wire::JoinHeader h{};
@@ -43,61 +67,103 @@ Result<BootstrapImpl::Table> join(const net::SockAddr& root, const Secret& secre
   h.version = wire::kVersion;
   h.rank = rank;
   h.nranks = nranks;
-  h.infoSize = static_cast<uint32_t>(myInfo.size());
+  h.infoSize = infoSize;
+  h.kind = static_cast<uint32_t>(kind);
+  h.nroots = root.count;
+  h.rootIndex = root.index;
+  h.count = static_cast<uint32_t>(ranks.size());
   h.listenAddr = net::pack(myAddr);
-  Digest proof = wire::joinProof(secret, nonce, h);
+  Digest proof = wire::joinProof(root.secret, nonce, h);
   std::memcpy(h.proof, proof.data(), proof.size());
   ATOLL_CHECK(net::sendAll(fd.get(), &h, sizeof(h), deadline, abort));
-  ATOLL_CHECK(net::sendAll(fd.get(), myInfo.data(), myInfo.size(), deadline, abort));
+  ATOLL_CHECK(net::sendAll(fd.get(), ranks.data(), ranks.size() * sizeof(int32_t), deadline, abort));
 
   Deadline replyDeadline = Deadline::afterMs(timeoutMs > 0 ? timeoutMs + kReplyGraceMs : 0);
+  const char* what = kind == wire::JoinKind::Join ? "rendezvous reply" : "lookup answer";
   wire::ReplyHeader rh;
   Status s = net::recvAll(fd.get(), &rh, sizeof(rh), replyDeadline, abort);
   if (!s.ok())
-    return ATOLL_ERROR(s.code(), "bootstrap: rank %d of %d got no rendezvous reply from root %s", rank, nranks,
-                       root.toString().c_str());
+    return ATOLL_ERROR(s.code(), "bootstrap: rank %d of %d got no %s from root %d (%s)", rank, nranks, what, root.index,
+                       root.addr.toString().c_str());
   if (rh.magic != wire::kReplyMagic)
-    return ATOLL_ERROR(ncclSystemError, "bootstrap: root %s sent a malformed reply", root.toString().c_str());
+    return ATOLL_ERROR(ncclSystemError, "bootstrap: root %s sent a malformed reply", root.addr.toString().c_str());
   if (rh.status != ncclSuccess) {
     std::string msg(std::min<uint32_t>(rh.msgLen, 4096), '\0');
     ATOLL_CHECK(net::recvAll(fd.get(), msg.data(), msg.size(), replyDeadline, abort));
     return ATOLL_ERROR(toResult(rh.status), "bootstrap: rank %d of %d: %s", rank, nranks, msg.c_str());
   }
-  if (rh.nranks != nranks || rh.infoSize != myInfo.size())
-    return ATOLL_ERROR(ncclSystemError, "bootstrap: root %s sent a table for %d ranks x %u bytes, expected %d x %zu",
-                       root.toString().c_str(), rh.nranks, rh.infoSize, nranks, myInfo.size());
-  std::vector<net::PackedAddr> packed(static_cast<size_t>(nranks));
-  ATOLL_CHECK(net::recvAll(fd.get(), packed.data(), packed.size() * sizeof(net::PackedAddr), replyDeadline, abort));
-  BootstrapImpl::Table t;
-  t.infoSize = myInfo.size();
-  t.infos.resize(static_cast<size_t>(nranks) * myInfo.size());
-  ATOLL_CHECK(net::recvAll(fd.get(), t.infos.data(), t.infos.size(), replyDeadline, abort));
-  for (const auto& p : packed) t.addrs.push_back(net::unpack(p));
-  return t;
+  if (rh.nranks != nranks || rh.count > wire::kMaxLookup)
+    return ATOLL_ERROR(ncclSystemError, "bootstrap: root %s answered for %d ranks with %u entries (expected %d ranks)",
+                       root.addr.toString().c_str(), rh.nranks, rh.count, nranks);
+  std::vector<wire::AddrEntry> entries(rh.count);
+  ATOLL_CHECK(net::recvAll(fd.get(), entries.data(), entries.size() * sizeof(wire::AddrEntry), replyDeadline, abort));
+  for (const wire::AddrEntry& e : entries)
+    if (e.rank < 0 || e.rank >= nranks)
+      return ATOLL_ERROR(ncclSystemError, "bootstrap: root %s answered with rank %d of %d", root.addr.toString().c_str(),
+                         e.rank, nranks);
+  return entries;
+}
+
+/// The listen addresses of this rank's Bruck partners: from its own root, then from the roots that
+/// serve the others (one lookup per root).
+Result<std::vector<net::SockAddr>> partnerAddresses(std::span<const ncclUniqueId> ids, int rank, int nranks,
+                                                     uint32_t infoSize, const net::SockAddr& myAddr,
+                                                     const AbortFlag* abort, int64_t timeoutMs, int* messages) {
+  const int nroots = static_cast<int>(ids.size());
+  std::vector<net::SockAddr> addrs(static_cast<size_t>(nranks));
+  const int mine = wire::rootOfRank(rank, nranks, nroots);
+  std::map<int, std::vector<int32_t>> elsewhere;  // root -> partners it serves
+  for (int p : wire::bruckPartners(rank, nranks)) {
+    int root = wire::rootOfRank(p, nranks, nroots);
+    if (root != mine) elsewhere[root].push_back(p);
+  }
+  ATOLL_ASSIGN_OR_RETURN(auto joined, ask(rootOf(ids[static_cast<size_t>(mine)], mine, nroots), wire::JoinKind::Join,
+                                          rank, nranks, infoSize, myAddr, {}, abort, timeoutMs));
+  ++*messages;
+  for (const wire::AddrEntry& e : joined) addrs[static_cast<size_t>(e.rank)] = net::unpack(e.addr);
+  for (const auto& [root, ranks] : elsewhere) {
+    ATOLL_ASSIGN_OR_RETURN(auto found, ask(rootOf(ids[static_cast<size_t>(root)], root, nroots), wire::JoinKind::Lookup,
+                                           rank, nranks, infoSize, myAddr, ranks, abort, timeoutMs));
+    ++*messages;
+    for (const wire::AddrEntry& e : found) addrs[static_cast<size_t>(e.rank)] = net::unpack(e.addr);
+  }
+  for (int p : wire::bruckPartners(rank, nranks))
+    if (!addrs[static_cast<size_t>(p)].valid())
+      return ATOLL_ERROR(ncclSystemError, "bootstrap: rank %d: no root answered with the address of rank %d", rank, p);
+  return addrs;
 }
 
 }  // namespace
 
 Result<std::unique_ptr<Bootstrap>> Bootstrap::create(const ncclUniqueId& id, int rank, int nranks,
                                                      std::span<const std::byte> myInfo, const AbortFlag* abort) {
+  return create(std::span<const ncclUniqueId>(&id, 1), rank, nranks, myInfo, abort);
+}
+
+Result<std::unique_ptr<Bootstrap>> Bootstrap::create(std::span<const ncclUniqueId> ids, int rank, int nranks,
+                                                     std::span<const std::byte> myInfo, const AbortFlag* abort) {
   if (nranks < 1 || nranks > wire::kMaxRanks)
     return ATOLL_ERROR(ncclInvalidArgument, "bootstrap: nranks %d out of range [1,%d]", nranks, wire::kMaxRanks);
   if (rank < 0 || rank >= nranks)
     return ATOLL_ERROR(ncclInvalidArgument, "bootstrap: rank %d out of range [0,%d)", rank, nranks);
+  if (ids.empty() || static_cast<int>(ids.size()) > nranks)
+    return ATOLL_ERROR(ncclInvalidArgument, "bootstrap: %zu unique ids for %d ranks (need 1 to nranks)", ids.size(),
+                       nranks);
   if (myInfo.size() > wire::kMaxInfoSize)
     return ATOLL_ERROR(ncclInvalidArgument, "bootstrap: info of %zu bytes exceeds %u", myInfo.size(),
                        wire::kMaxInfoSize);
-  if (!isValidUniqueId(id)) return ATOLL_ERROR(ncclInvalidArgument, "bootstrap: invalid unique id");
+  for (const ncclUniqueId& id : ids)
+    if (!isValidUniqueId(id)) return ATOLL_ERROR(ncclInvalidArgument, "bootstrap: invalid unique id");
 
-  IdLayout l = decodeId(id);
+  // Rank to rank, the first id's secret authenticates (every rank holds every id).
+  IdLayout first = decodeId(ids[0]);
   Secret secret;
-  std::memcpy(secret.data(), l.secret, secret.size());
-  net::SockAddr root = net::unpack(l.root);
+  std::memcpy(secret.data(), first.secret, secret.size());
   const int64_t timeoutMs = params::getInt(params::Id::BootstrapTimeoutMs);
 
-  if ((l.flags & kIdFlagCommId) != 0 && rank == 0) {
+  if ((first.flags & kIdFlagCommId) != 0 && rank == 0) {
     net::SockAddr bound;
-    ATOLL_ASSIGN_OR_RETURN(net::Fd rootFd, net::listenOn(root, 1024, &bound));
+    ATOLL_ASSIGN_OR_RETURN(net::Fd rootFd, net::listenOn(net::unpack(first.root), SOMAXCONN, &bound));
     ATOLL_CHECK(startRoot(std::move(rootFd), bound, secret, timeoutMs));
     ATOLL_INFO(log::kBootstrap, "bootstrap: rank 0 serving the NCCL_COMM_ID root at %s", bound.toString().c_str());
   }
@@ -106,15 +172,18 @@ Result<std::unique_ptr<Bootstrap>> Bootstrap::create(const ncclUniqueId& id, int
   net::SockAddr myAddr;
   ATOLL_ASSIGN_OR_RETURN(net::Fd listenFd, net::listenOn(here, 1024, &myAddr));
 
-  ATOLL_ASSIGN_OR_RETURN(BootstrapImpl::Table table,
-                         join(root, secret, rank, nranks, myInfo, myAddr, abort, timeoutMs));
-  Digest idHash = sha256({reinterpret_cast<const uint8_t*>(&id), sizeof(id)});
+  int rootMessages = 0;
+  ATOLL_ASSIGN_OR_RETURN(std::vector<net::SockAddr> partners,
+                         partnerAddresses(ids, rank, nranks, static_cast<uint32_t>(myInfo.size()), myAddr, abort,
+                                          timeoutMs, &rootMessages));
+  Digest idHash = sha256({reinterpret_cast<const uint8_t*>(ids.data()), ids.size_bytes()});
   uint64_t commHash;
   std::memcpy(&commHash, idHash.data(), sizeof(commHash));
-  auto impl = std::make_unique<BootstrapImpl>(rank, nranks, std::move(table), secret, commHash, abort, timeoutMs);
+  auto impl = std::make_unique<BootstrapImpl>(rank, nranks, std::move(partners), secret, commHash, abort, timeoutMs);
   ATOLL_CHECK(impl->start(std::move(listenFd)));
-  ATOLL_INFO(log::kBootstrap, "bootstrap: rank %d of %d ready, listening on %s", rank, nranks,
-             myAddr.toString().c_str());
+  ATOLL_CHECK(impl->gatherTable(myAddr, myInfo, rootMessages));
+  ATOLL_INFO(log::kBootstrap, "bootstrap: rank %d of %d ready, listening on %s (%zu root(s))", rank, nranks,
+             myAddr.toString().c_str(), ids.size());
   return std::unique_ptr<Bootstrap>(std::move(impl));
 }
 

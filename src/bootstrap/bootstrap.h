@@ -1,10 +1,13 @@
 // Rendezvous and out-of-band exchange between the ranks of one communicator.
 //
-// ncclUniqueId carries the root's address plus a random secret. ncclGetUniqueId starts the root in
-// the calling process (which need not be a rank); it serves one rendezvous: every rank connects,
-// answers an HMAC challenge over the secret, and sends its info blob; once all nranks have joined
-// the root sends everyone the full table and exits. With NCCL_COMM_ID set, rank 0 serves the root
-// at that address instead and the secret is derived from NCCL_COMM_ID (+ ATOLL_BOOTSTRAP_SECRET).
+// ncclUniqueId carries a root's address plus a random secret. ncclGetUniqueId starts the root in
+// the calling process (which need not be a rank). Each rank joins its root with an HMAC proof over
+// the secret; the root answers with the listen addresses of the rank's log-depth partners only,
+// and the ranks then gather every rank's info among themselves in ceil(log2 n) rounds (Bruck), so
+// neither the root nor any rank does O(n) sequential work. With several ids
+// (ncclCommInitRankScalable) each root serves one contiguous block of ranks and answers lookups
+// for its block from the others. With NCCL_COMM_ID set, rank 0 serves the root at that address
+// and the secret is derived from NCCL_COMM_ID (+ ATOLL_BOOTSTRAP_SECRET).
 // After the rendezvous ranks talk directly: every rank listens, and send/recv open an authenticated
 // connection per message (NCCL's bootstrap does the same), matched by (peer, tag).
 #pragma once
@@ -37,6 +40,10 @@ class Bootstrap {
   /// claim the same rank, ncclSystemError on timeout (ATOLL_BOOTSTRAP_TIMEOUT_MS) or abort.
   static Result<std::unique_ptr<Bootstrap>> create(const ncclUniqueId& id, int rank, int nranks,
                                                    std::span<const std::byte> myInfo, const AbortFlag* abort);
+  /// The same over several roots, one per id (ncclCommInitRankScalable): every rank passes the
+  /// same ids in the same order; rank r joins the root of its block (wire::rootOfRank).
+  static Result<std::unique_ptr<Bootstrap>> create(std::span<const ncclUniqueId> ids, int rank, int nranks,
+                                                   std::span<const std::byte> myInfo, const AbortFlag* abort);
   virtual ~Bootstrap() = default;
 
   virtual int rank() const = 0;
@@ -63,6 +70,8 @@ class Bootstrap {
   virtual std::optional<std::vector<std::byte>> tryRecv(int peer, uint32_t tag, int64_t waitMs,
                                                         int* from = nullptr) = 0;
   virtual Status barrier() = 0;
+  /// Messages this rank has sent so far: to roots (join, lookups) and to peers (perf/scale).
+  virtual uint64_t messagesSent() const = 0;
 };
 
 }  // namespace atl::bootstrap

@@ -10,7 +10,9 @@
 
 namespace atl::bootstrap {
 namespace {
-// Beyond this many unauthenticated connections new ones are refused, so a flood cannot exhaust fds.
+// At most this many connections are read at once, so a flood cannot exhaust fds. Beyond it, new
+// ones wait in the kernel's listen backlog until slots free up (each slot is freed within the
+// handshake deadline): refusing them instead would fail real ranks when thousands join at once.
 constexpr size_t kMaxInProgress = 512;
 }  // namespace
 
@@ -28,7 +30,7 @@ void ChallengeServer::reject(const Conn& c, const char* reason) {
 }
 
 void ChallengeServer::acceptNew() {
-  for (;;) {
+  while (conns_.size() < kMaxInProgress) {
     net::SockAddr peer;
     peer.length = sizeof(peer.storage);
     int fd = accept4(listen_.get(), reinterpret_cast<sockaddr*>(&peer.storage), &peer.length,
@@ -40,10 +42,6 @@ void ChallengeServer::acceptNew() {
     Conn c;
     c.fd = net::Fd(fd);
     c.peer = peer.toString();
-    if (conns_.size() >= kMaxInProgress) {
-      reject(c, "too many connections in progress");
-      continue;
-    }
     net::setNoDelay(fd);
     randomBytes(c.nonce);
     ssize_t rc;
@@ -104,7 +102,8 @@ bool ChallengeServer::advance(Conn& c) {
 void ChallengeServer::pump(int timeoutMs) {
   std::vector<pollfd> fds;
   fds.reserve(conns_.size() + 1);
-  fds.push_back({listen_.get(), POLLIN, 0});
+  // A full table leaves the listener out of the poll set: its backlog waits, and the poll does not spin.
+  fds.push_back({listen_.get(), static_cast<short>(conns_.size() < kMaxInProgress ? POLLIN : 0), 0});
   for (const auto& c : conns_) fds.push_back({c.fd.get(), POLLIN, 0});
   int rc = poll(fds.data(), fds.size(), timeoutMs);
   if (rc < 0 && errno != EINTR) {

@@ -10,14 +10,16 @@
 namespace atl::bootstrap {
 namespace {
 constexpr uint32_t kAllGatherTag = kReservedTagBase + 1;
+constexpr uint32_t kTableTag = kReservedTagBase + 2;
+constexpr uint32_t kBarrierTagBase = kReservedTagBase + 0x40;  // + round (< 32)
 constexpr int kListenerSliceMs = 50;
 }  // namespace
 
-BootstrapImpl::BootstrapImpl(int rank, int nranks, Table table, const Secret& secret, uint64_t commHash,
-                             const AbortFlag* abort, int64_t timeoutMs)
+BootstrapImpl::BootstrapImpl(int rank, int nranks, std::vector<net::SockAddr> addrs, const Secret& secret,
+                             uint64_t commHash, const AbortFlag* abort, int64_t timeoutMs)
     : rank_(rank),
       nranks_(nranks),
-      table_(std::move(table)),
+      addrs_(std::move(addrs)),
       secret_(secret),
       commHash_(commHash),
       abort_(abort),
@@ -48,7 +50,7 @@ BootstrapImpl::~BootstrapImpl() {
 
 std::span<const std::byte> BootstrapImpl::peerInfo(int r) const {
   if (r < 0 || r >= nranks_) return {};
-  return {table_.infos.data() + static_cast<size_t>(r) * table_.infoSize, table_.infoSize};
+  return {infos_.data() + static_cast<size_t>(r) * infoSize_, infoSize_};
 }
 
 std::optional<size_t> BootstrapImpl::checkHeader(const ChallengeServer::Conn& c, std::string* why) const {
@@ -121,7 +123,10 @@ Status BootstrapImpl::sendTo(int peer, uint32_t tag, std::span<const std::byte> 
     enqueue({rank_, tag, std::vector<uint8_t>(p, p + data.size())});
     return Status::Ok();
   }
-  const net::SockAddr& addr = table_.addrs[static_cast<size_t>(peer)];
+  const net::SockAddr& addr = addrs_[static_cast<size_t>(peer)];
+  if (!addr.valid())
+    return ATOLL_ERROR(ncclInternalError, "bootstrap send: rank %d does not know rank %d's address yet", rank_, peer);
+  sent_.fetch_add(1, std::memory_order_relaxed);
   ATOLL_ASSIGN_OR_RETURN(net::Fd fd, net::connectTo(addr, deadline, abort, retry));
   wire::Nonce nonce;
   ATOLL_CHECK(net::recvAll(fd.get(), nonce.data(), nonce.size(), deadline, abort));
@@ -168,25 +173,67 @@ Status BootstrapImpl::recvFrom(int peer, uint32_t tag, std::span<std::byte> data
   }
 }
 
-Status BootstrapImpl::allGather(std::span<std::byte> data, size_t perRank) {
-  if (data.size() < perRank * static_cast<size_t>(nranks_))
-    return ATOLL_ERROR(ncclInvalidArgument, "bootstrap allGather: buffer of %zu bytes < %d x %zu", data.size(),
-                       nranks_, perRank);
-  // Ring: at step s pass on the slot received at step s-1; nranks-1 steps fill every slot.
-  const int next = (rank_ + 1) % nranks_;
-  const int prev = (rank_ + nranks_ - 1) % nranks_;
-  for (int step = 0; step < nranks_ - 1; ++step) {
-    size_t sendSlot = static_cast<size_t>((rank_ - step + nranks_) % nranks_);
-    size_t recvSlot = static_cast<size_t>((rank_ - step - 1 + 2 * nranks_) % nranks_);
-    ATOLL_CHECK(sendTo(next, kAllGatherTag, data.subspan(sendSlot * perRank, perRank)));
-    ATOLL_CHECK(recvFrom(prev, kAllGatherTag, data.subspan(recvSlot * perRank, perRank)));
+Status BootstrapImpl::gatherTable(const net::SockAddr& myAddr, std::span<const std::byte> myInfo, int rootMessages) {
+  sent_.fetch_add(static_cast<uint64_t>(rootMessages), std::memory_order_relaxed);
+  // One slot per rank: its listen address, then its info.
+  const size_t slot = sizeof(net::PackedAddr) + myInfo.size();
+  std::vector<std::byte> all(slot * static_cast<size_t>(nranks_));
+  net::PackedAddr packed = net::pack(myAddr);
+  std::byte* mine = all.data() + slot * static_cast<size_t>(rank_);
+  std::memcpy(mine, &packed, sizeof(packed));
+  if (!myInfo.empty()) std::memcpy(mine + sizeof(packed), myInfo.data(), myInfo.size());
+  ATOLL_CHECK(bruck(all, slot, kTableTag));
+  infoSize_ = myInfo.size();
+  infos_.resize(infoSize_ * static_cast<size_t>(nranks_));
+  for (int r = 0; r < nranks_; ++r) {
+    const std::byte* at = all.data() + slot * static_cast<size_t>(r);
+    std::memcpy(&packed, at, sizeof(packed));
+    addrs_[static_cast<size_t>(r)] = net::unpack(packed);
+    if (infoSize_ > 0) std::memcpy(infos_.data() + infoSize_ * static_cast<size_t>(r), at + sizeof(packed), infoSize_);
   }
   return Status::Ok();
 }
 
+Status BootstrapImpl::bruck(std::span<std::byte> data, size_t perRank, uint32_t tag) {
+  // Bruck: `have` holds the slots of ranks rank, rank+1, ... (mod n) in that order. Round j sends
+  // the first min(2^j, n - 2^j) of them to rank - 2^j and appends as many from rank + 2^j, so
+  // ceil(log2 n) rounds fill all n, each rank sending to the same ceil(log2 n) partners (the ones
+  // the root told it about, bootstrap.cc), and n - 1 slots in all.
+  const size_t n = static_cast<size_t>(nranks_);
+  std::vector<std::byte> have(n * perRank);
+  std::memcpy(have.data(), data.data() + static_cast<size_t>(rank_) * perRank, perRank);
+  for (size_t dist = 1; dist < n; dist <<= 1) {
+    const size_t blocks = std::min(dist, n - dist);
+    const int to = static_cast<int>((static_cast<size_t>(rank_) + n - dist) % n);
+    const int from = static_cast<int>((static_cast<size_t>(rank_) + dist) % n);
+    ATOLL_CHECK(sendTo(to, tag, std::span<const std::byte>(have.data(), blocks * perRank)));
+    ATOLL_CHECK(recvFrom(from, tag, std::span<std::byte>(have.data() + dist * perRank, blocks * perRank)));
+  }
+  for (size_t i = 0; i < n; ++i)
+    std::memcpy(data.data() + ((static_cast<size_t>(rank_) + i) % n) * perRank, have.data() + i * perRank, perRank);
+  return Status::Ok();
+}
+
+Status BootstrapImpl::allGather(std::span<std::byte> data, size_t perRank) {
+  if (data.size() < perRank * static_cast<size_t>(nranks_))
+    return ATOLL_ERROR(ncclInvalidArgument, "bootstrap allGather: buffer of %zu bytes < %d x %zu", data.size(),
+                       nranks_, perRank);
+  return bruck(data, perRank, kAllGatherTag);
+}
+
 Status BootstrapImpl::barrier() {
-  std::vector<std::byte> bytes(static_cast<size_t>(nranks_));
-  return allGather(bytes, 1);
+  // Dissemination: in round j every rank tells rank + 2^j it has arrived and waits for rank - 2^j;
+  // after ceil(log2 n) rounds each rank has heard, through some chain, from every rank.
+  const std::byte token{1};
+  uint32_t round = 0;
+  for (int64_t dist = 1; dist < nranks_; dist <<= 1, ++round) {
+    const int to = static_cast<int>((rank_ + dist) % nranks_);
+    const int from = static_cast<int>((rank_ - dist % nranks_ + nranks_) % nranks_);
+    ATOLL_CHECK(sendTo(to, kBarrierTagBase + round, std::span<const std::byte>(&token, 1)));
+    std::byte got{};
+    ATOLL_CHECK(recvFrom(from, kBarrierTagBase + round, std::span<std::byte>(&got, 1)));
+  }
+  return Status::Ok();
 }
 
 }  // namespace atl::bootstrap

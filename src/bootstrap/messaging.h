@@ -22,16 +22,13 @@ constexpr uint32_t kReservedTagBase = 0xFFFFFF00u;
 
 class BootstrapImpl final : public Bootstrap {
  public:
-  struct Table {
-    std::vector<net::SockAddr> addrs;
-    std::vector<std::byte> infos;
-    size_t infoSize = 0;
-  };
-
-  BootstrapImpl(int rank, int nranks, Table table, const Secret& secret, uint64_t commHash, const AbortFlag* abort,
-                int64_t timeoutMs);
+  /// `addrs` holds n entries, of which at least this rank's Bruck partners are valid.
+  BootstrapImpl(int rank, int nranks, std::vector<net::SockAddr> addrs, const Secret& secret, uint64_t commHash,
+                const AbortFlag* abort, int64_t timeoutMs);
   /// Starts the listener thread on the socket this rank advertised at rendezvous.
   Status start(net::Fd listenFd);
+  /// Gathers every rank's listen address and info (after start()); `rootMessages` were sent to roots.
+  Status gatherTable(const net::SockAddr& myAddr, std::span<const std::byte> myInfo, int rootMessages);
   ~BootstrapImpl() override;
 
   int rank() const override { return rank_; }
@@ -46,6 +43,7 @@ class BootstrapImpl final : public Bootstrap {
   Status barrier() override;
   Status sendWithin(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline) override;
   std::optional<std::vector<std::byte>> tryRecv(int peer, uint32_t tag, int64_t waitMs, int* from = nullptr) override;
+  uint64_t messagesSent() const override { return sent_.load(std::memory_order_relaxed); }
 
  private:
   struct Message {
@@ -63,11 +61,16 @@ class BootstrapImpl final : public Bootstrap {
   Status sendTo(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline, const AbortFlag* abort,
                 net::ConnectRetry retry);
   Status recvFrom(int peer, uint32_t tag, std::span<std::byte> data);
+  /// All-gather of n slots of `perRank` bytes in ceil(log2 n) rounds (Bruck).
+  Status bruck(std::span<std::byte> data, size_t perRank, uint32_t tag);
   Deadline opDeadline() const { return Deadline::afterMs(timeoutMs_); }
 
   const int rank_;
   const int nranks_;
-  const Table table_;
+  std::vector<net::SockAddr> addrs_;  // complete once gatherTable() returned
+  std::vector<std::byte> infos_;
+  size_t infoSize_ = 0;
+  std::atomic<uint64_t> sent_{0};
   const Secret secret_;
   const uint64_t commHash_;
   const AbortFlag* abort_;

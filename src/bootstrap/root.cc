@@ -1,13 +1,21 @@
 // Root server. Authentication failures and malformed input are a client's problem: logged, closed,
-// ignored. Disagreement between authenticated ranks (nranks, duplicate rank, info size) is the job's
-// problem: every rank that joined, or joins later, is told so and fails with ncclInvalidUsage.
+// ignored. Disagreement between authenticated ranks (nranks, roots, duplicate rank, info size) is
+// the job's problem: every rank that joined, or joins later, is told so and fails with
+// ncclInvalidUsage.
+//
+// What a root sends (wire.h): each rank of its block gets the listen addresses of its Bruck
+// partners that this root serves (about log2(n) entries, not the n-entry table), and a rank of
+// another block that looks up partners served here gets those. The root knows from the block
+// layout exactly which ranks of other blocks will look up here, so it exits once all of them have
+// been answered.
 #include "bootstrap/root.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <set>
-#include <system_error>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -28,7 +36,12 @@ struct Member {
   net::Fd fd;
   std::string peer;
   net::PackedAddr listenAddr{};
-  std::vector<uint8_t> info;
+};
+
+struct Lookup {
+  net::Fd fd;
+  int asker = -1;
+  std::vector<int32_t> ranks;
 };
 
 class RootServer {
@@ -40,7 +53,7 @@ class RootServer {
         timeoutMs_(timeoutMs),
         server_(std::move(listenFd), name_, sizeof(wire::JoinHeader),
                 [this](const ChallengeServer::Conn& c, std::string* why) { return checkHeader(c, why); },
-                [this](ChallengeServer::Conn&& c) { onJoin(std::move(c)); },
+                [this](ChallengeServer::Conn&& c) { onRequest(std::move(c)); },
                 timeoutMs > 0 ? static_cast<int>(std::min<int64_t>(timeoutMs, 1 << 30)) : 1 << 30) {}
 
   void run() {
@@ -60,7 +73,53 @@ class RootServer {
     return wire::checkJoinHeader(c.header, secret_, c.nonce, why);
   }
 
-  void onJoin(ChallengeServer::Conn&& c) {
+  /// The block layout, fixed by the first authenticated request; what later ones must agree with.
+  bool layoutFrom(const wire::JoinHeader& h, char* msg, size_t len) {
+    if (nranks_ < 0) {
+      nranks_ = h.nranks;
+      nroots_ = h.nroots;
+      index_ = h.rootIndex;
+      infoSize_ = h.infoSize;
+      firstRank_ = h.rank;
+      lo_ = wire::firstRankOfRoot(index_, nranks_, nroots_);
+      hi_ = wire::firstRankOfRoot(index_ + 1, nranks_, nroots_);
+      members_.resize(static_cast<size_t>(hi_ - lo_));
+      expectedLookups_ = countLookups();
+      return true;
+    }
+    if (h.nranks != nranks_) {
+      snprintf(msg, len, "rank %d joined with nranks=%d but rank %d declared nranks=%d", h.rank, h.nranks, firstRank_,
+               nranks_);
+      return false;
+    }
+    if (h.nroots != nroots_ || h.rootIndex != index_) {
+      snprintf(msg, len, "rank %d came as root %d of %d but rank %d as root %d of %d (unique ids differ?)", h.rank,
+               h.rootIndex, h.nroots, firstRank_, index_, nroots_);
+      return false;
+    }
+    if (h.infoSize != infoSize_) {
+      snprintf(msg, len, "rank %d published %u bytes of info but rank %d published %u", h.rank, h.infoSize, firstRank_,
+               infoSize_);
+      return false;
+    }
+    return true;
+  }
+
+  /// Ranks of other blocks with a Bruck partner in this block: each sends this root one lookup.
+  int countLookups() const {
+    int n = 0;
+    for (int r = 0; r < nranks_; ++r) {
+      if (r >= lo_ && r < hi_) continue;
+      for (int p : wire::bruckPartners(r, nranks_))
+        if (p >= lo_ && p < hi_) {
+          ++n;
+          break;
+        }
+    }
+    return n;
+  }
+
+  void onRequest(ChallengeServer::Conn&& c) {
     wire::JoinHeader h;
     std::memcpy(&h, c.header.data(), sizeof(h));
     maxNranks_ = std::max(maxNranks_, h.nranks);
@@ -69,24 +128,10 @@ class RootServer {
       lingerCheck();
       return;
     }
-    if (nranks_ < 0) {
-      nranks_ = h.nranks;
-      infoSize_ = h.infoSize;
-      firstRank_ = h.rank;
-      members_.resize(static_cast<size_t>(nranks_));
-    }
     char msg[512];
-    if (h.nranks != nranks_) {
-      snprintf(msg, sizeof(msg), "rank %d joined with nranks=%d but rank %d declared nranks=%d", h.rank, h.nranks,
-               firstRank_, nranks_);
-      return fail(std::move(c), h.rank, msg);
-    }
-    if (h.infoSize != infoSize_) {
-      snprintf(msg, sizeof(msg), "rank %d published %u bytes of info but rank %d published %u", h.rank, h.infoSize,
-               firstRank_, infoSize_);
-      return fail(std::move(c), h.rank, msg);
-    }
-    Member& m = members_[static_cast<size_t>(h.rank)];
+    if (!layoutFrom(h, msg, sizeof msg)) return fail(std::move(c), h.rank, msg);
+    if (h.kind == static_cast<uint32_t>(wire::JoinKind::Lookup)) return onLookup(std::move(c), h);
+    Member& m = members_[static_cast<size_t>(h.rank - lo_)];
     if (m.present) {
       snprintf(msg, sizeof(msg), "rank %d joined twice (from %s and from %s)", h.rank, m.peer.c_str(), c.peer.c_str());
       return fail(std::move(c), h.rank, msg);
@@ -95,27 +140,63 @@ class RootServer {
     m.fd = std::move(c.fd);
     m.peer = c.peer;
     m.listenAddr = h.listenAddr;
-    m.info = std::move(c.body);
     ++joined_;
-    ATOLL_INFO(log::kBootstrap, "%s: rank %d of %d joined from %s (%d/%d)", name_.c_str(), h.rank, nranks_,
-               c.peer.c_str(), joined_, nranks_);
-    if (joined_ == nranks_) complete();
+    ATOLL_INFO(log::kBootstrap, "%s: rank %d of %d joined from %s (%d/%d of ranks %d-%d)", name_.c_str(), h.rank,
+               nranks_, c.peer.c_str(), joined_, hi_ - lo_, lo_, hi_ - 1);
+    if (joined_ == hi_ - lo_) complete();
+  }
+
+  void onLookup(ChallengeServer::Conn&& c, const wire::JoinHeader& h) {
+    Lookup l;
+    l.asker = h.rank;
+    l.ranks.resize(h.count);
+    std::memcpy(l.ranks.data(), c.body.data(), l.ranks.size() * sizeof(int32_t));
+    for (int32_t r : l.ranks)
+      if (r < lo_ || r >= hi_) {
+        ATOLL_WARN("%s: rank %d looked up rank %d, which this root (ranks %d-%d) does not serve", name_.c_str(),
+                   h.rank, r, lo_, hi_ - 1);
+        return;  // dropped: the asker fails on the missing reply with the root's name
+      }
+    l.fd = std::move(c.fd);
+    if (complete_) answer(l);
+    else lookups_.push_back(std::move(l));
+  }
+
+  void answer(Lookup& l) {
+    std::vector<wire::AddrEntry> entries;
+    for (int32_t r : l.ranks) entries.push_back({r, 0, members_[static_cast<size_t>(r - lo_)].listenAddr});
+    if (!sendEntries(l.fd.get(), entries))
+      ATOLL_WARN("%s: could not answer rank %d's lookup", name_.c_str(), l.asker);
+    l.fd.reset();
+    ++answered_;
+    if (answered_ >= expectedLookups_) finished_ = true;
+  }
+
+  bool sendEntries(int fd, const std::vector<wire::AddrEntry>& entries) {
+    std::vector<uint8_t> out;
+    wire::ReplyHeader rh{wire::kReplyMagic, ncclSuccess, nranks_, static_cast<uint32_t>(entries.size()), 0};
+    wire::put(out, &rh, sizeof(rh));
+    wire::put(out, entries.data(), entries.size() * sizeof(wire::AddrEntry));
+    return net::sendAll(fd, out.data(), out.size(), Deadline::afterMs(kReplyTimeoutMs), nullptr).ok();
   }
 
   void complete() {
-    std::vector<uint8_t> table;
-    wire::ReplyHeader rh{wire::kReplyMagic, ncclSuccess, nranks_, infoSize_, 0};
-    wire::put(table, &rh, sizeof(rh));
-    for (const Member& m : members_) wire::put(table, &m.listenAddr, sizeof(m.listenAddr));
-    for (const Member& m : members_) wire::put(table, m.info.data(), m.info.size());
-    // One rank that stopped reading must not stop the others from getting the table.
-    for (Member& m : members_) {
-      Status s = net::sendAll(m.fd.get(), table.data(), table.size(), Deadline::afterMs(kReplyTimeoutMs), nullptr);
-      if (!s.ok()) ATOLL_WARN("%s: could not send the table to %s", name_.c_str(), m.peer.c_str());
+    complete_ = true;
+    // Each reply is a few hundred bytes, so it fits the socket buffer: a rank that stopped reading
+    // does not hold up the others.
+    for (int r = lo_; r < hi_; ++r) {
+      Member& m = members_[static_cast<size_t>(r - lo_)];
+      std::vector<wire::AddrEntry> entries;
+      for (int p : wire::bruckPartners(r, nranks_))
+        if (p >= lo_ && p < hi_) entries.push_back({p, 0, members_[static_cast<size_t>(p - lo_)].listenAddr});
+      if (!sendEntries(m.fd.get(), entries)) ATOLL_WARN("%s: could not send rank %d its partners", name_.c_str(), r);
       m.fd.reset();
     }
-    ATOLL_INFO(log::kBootstrap, "%s: rendezvous of %d ranks complete", name_.c_str(), nranks_);
-    finished_ = true;
+    ATOLL_INFO(log::kBootstrap, "%s: ranks %d-%d of %d joined; %d lookups from other blocks to answer", name_.c_str(),
+               lo_, hi_ - 1, nranks_, expectedLookups_);
+    std::vector<Lookup> queued = std::move(lookups_);
+    for (Lookup& l : queued) answer(l);
+    if (answered_ >= expectedLookups_) finished_ = true;
   }
 
   void fail(ChallengeServer::Conn&& c, int rank, const char* msg) {
@@ -125,12 +206,18 @@ class RootServer {
     message_ = msg;
     ATOLL_WARN("%s: rendezvous failed: %s", name_.c_str(), msg);
     replyError(c.fd.get(), rank);
+    tellEveryone();
+    lingerCheck();
+  }
+
+  void tellEveryone() {
     for (size_t r = 0; r < members_.size(); ++r) {
       if (!members_[r].fd.valid()) continue;
-      replyError(members_[r].fd.get(), static_cast<int>(r));
+      replyError(members_[r].fd.get(), lo_ + static_cast<int>(r));
       members_[r].fd.reset();
     }
-    lingerCheck();
+    for (Lookup& l : lookups_) replyError(l.fd.get(), -1);
+    lookups_.clear();
   }
 
   void onTimeout() {
@@ -140,22 +227,23 @@ class RootServer {
       if (members_[r].present) continue;
       if (++nMissing > 16) continue;
       if (!missing.empty()) missing += ',';
-      missing += std::to_string(r);  // appended piecewise: GCC 12 -O3 flags `"," + std::string` (-Wrestrict)
+      missing += std::to_string(lo_ + static_cast<int>(r));  // piecewise: GCC 12 -O3 flags `"," + std::string` (-Wrestrict)
     }
     if (nMissing > 16) missing += ",...";
     char msg[512];
-    snprintf(msg, sizeof(msg), "timed out after %lld ms (ATOLL_BOOTSTRAP_TIMEOUT_MS) waiting for ranks: %d of %d joined%s%s",
-             static_cast<long long>(timeoutMs_), joined_, nranks_ < 0 ? 0 : nranks_,
-             missing.empty() ? "" : ", missing ", missing.c_str());
+    if (complete_)
+      snprintf(msg, sizeof(msg), "timed out after %lld ms (ATOLL_BOOTSTRAP_TIMEOUT_MS): %d of %d lookups from other blocks came",
+               static_cast<long long>(timeoutMs_), answered_, expectedLookups_);
+    else
+      snprintf(msg, sizeof(msg), "timed out after %lld ms (ATOLL_BOOTSTRAP_TIMEOUT_MS) waiting for ranks: %d of %d joined%s%s",
+               static_cast<long long>(timeoutMs_), joined_, nranks_ < 0 ? 0 : hi_ - lo_,
+               missing.empty() ? "" : ", missing ", missing.c_str());
     if (!failed_) {
       ATOLL_WARN("%s: %s", name_.c_str(), msg);
       code_ = ncclSystemError;
       message_ = msg;
     }
-    for (size_t r = 0; r < members_.size(); ++r) {
-      if (members_[r].fd.valid()) replyError(members_[r].fd.get(), static_cast<int>(r));
-      members_[r].fd.reset();
-    }
+    tellEveryone();
   }
 
   void replyError(int fd, int rank) {
@@ -179,12 +267,15 @@ class RootServer {
   Deadline linger_;
   int64_t timeoutMs_;
   ChallengeServer server_;
-  std::vector<Member> members_;
-  int nranks_ = -1;
+  std::vector<Member> members_;  // ranks lo_..hi_-1
+  std::vector<Lookup> lookups_;  // queued until the block is complete
+  int nranks_ = -1, nroots_ = 1, index_ = 0, lo_ = 0, hi_ = 0;
   uint32_t infoSize_ = 0;
   int firstRank_ = -1;
   int joined_ = 0;
+  int expectedLookups_ = 0, answered_ = 0;
   int maxNranks_ = 0;
+  bool complete_ = false;
   bool finished_ = false;
   bool failed_ = false;
   int32_t code_ = ncclSuccess;

@@ -63,7 +63,7 @@ Result<ncclUniqueId> generateUniqueId(bool ignoreCommIdEnv) {
   ATOLL_ASSIGN_OR_RETURN(net::SockAddr where,
                          net::findInterfaceAddress(params::getString(params::Id::SocketIfname), &ifname));
   net::SockAddr bound;
-  ATOLL_ASSIGN_OR_RETURN(net::Fd listenFd, net::listenOn(where, 1024, &bound));
+  ATOLL_ASSIGN_OR_RETURN(net::Fd listenFd, net::listenOn(where, SOMAXCONN, &bound));
   l.root = net::pack(bound);
   ATOLL_CHECK(startRoot(std::move(listenFd), bound, s, params::getInt(params::Id::BootstrapTimeoutMs)));
   ATOLL_INFO(log::kBootstrap, "bootstrap: root listening on %s (%s)", bound.toString().c_str(), ifname.c_str());

@@ -15,7 +15,7 @@ namespace atl::bootstrap::wire {
 constexpr uint32_t kJoinMagic = 0x41544a4e;   // "ATJN"
 constexpr uint32_t kReplyMagic = 0x41545250;  // "ATRP"
 constexpr uint32_t kMsgMagic = 0x4154534d;    // "ATSM"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: partner addresses only, lookups, several roots
 
 constexpr uint32_t kMaxInfoSize = 4096;
 constexpr int32_t kMaxRanks = 1 << 18;
@@ -27,27 +27,75 @@ constexpr int kHandshakeTimeoutMs = 5000;
 
 using Nonce = std::array<uint8_t, kNonceSize>;
 
-/// Rank -> root, after the root's nonce; followed by infoSize bytes of info.
+/// What a connection to a root asks for.
+enum class JoinKind : uint32_t {
+  Join = 0,    // a rank of this root's block joins; no body (the info travels rank to rank)
+  Lookup = 1,  // a rank of any block asks for listen addresses of this block's ranks; body: int32 ranks
+};
+/// At most this many ranks in one lookup: a rank looks up only its log-depth partners.
+constexpr uint32_t kMaxLookup = 64;
+
+/// Rank -> root, after the root's nonce; followed by `count` int32 ranks for a Lookup.
+///
+/// Why no info body: the root hands each rank only the listen addresses of its Bruck all-gather
+/// partners (about log2(n) of them), and the ranks gather everyone's info among themselves in
+/// log2(n) rounds (messaging.h), so the root neither stores nor sends the n x info table.
+/// `infoSize` is still declared, so that ranks of mismatched builds fail at the root with a clear
+/// message. Several roots (ncclCommInitRankScalable) each serve one block of ranks; every field
+/// that says which blocks exist must agree, and all of it is covered by the proof.
 struct JoinHeader {
   uint32_t magic;
   uint32_t version;
   int32_t rank;
   int32_t nranks;
   uint32_t infoSize;
+  uint32_t kind;   // JoinKind
+  int32_t nroots;  // how many roots serve this communicator
+  int32_t rootIndex;  // which one this is
+  uint32_t count;  // Lookup: ranks asked for
+  uint32_t reserved;
   net::PackedAddr listenAddr;  // where this rank accepts rank-to-rank messages
   uint8_t proof[32];
 };
-static_assert(sizeof(JoinHeader) == 72);
+static_assert(sizeof(JoinHeader) == 92);
 
 /// Root -> rank. status != ncclSuccess: followed by msgLen bytes of message. Otherwise followed by
-/// nranks PackedAddr (listen addresses) and nranks * infoSize bytes of info.
+/// `count` AddrEntry: the listen addresses the rank needs (its partners in this root's block, or
+/// what it looked up).
 struct ReplyHeader {
   uint32_t magic;
   int32_t status;
   int32_t nranks;
-  uint32_t infoSize;
+  uint32_t count;
   uint32_t msgLen;
 };
+
+struct AddrEntry {
+  int32_t rank;
+  uint32_t reserved;
+  net::PackedAddr addr;
+};
+static_assert(sizeof(AddrEntry) == 28);
+
+/// Which root serves `rank` when `nroots` roots serve `nranks` ranks: contiguous blocks whose
+/// sizes differ by at most one, the larger first (NCCL's split for ncclCommInitRankScalable).
+inline int rootOfRank(int rank, int nranks, int nroots) {
+  const int per = nranks / nroots, extra = nranks % nroots;
+  const int big = extra * (per + 1);
+  return rank < big ? rank / (per + 1) : extra + (rank - big) / per;
+}
+/// The first rank root `index` serves (index == nroots: nranks).
+inline int firstRankOfRoot(int index, int nranks, int nroots) {
+  const int per = nranks / nroots, extra = nranks % nroots;
+  return index * per + (index < extra ? index : extra);
+}
+
+/// The ranks `rank` sends to in the Bruck all-gather (messaging.cc): rank - 2^j mod n, j < ceil(log2 n).
+inline std::vector<int> bruckPartners(int rank, int nranks) {
+  std::vector<int> out;
+  for (int64_t d = 1; d < nranks; d <<= 1) out.push_back(static_cast<int>((rank - d % nranks + nranks) % nranks));
+  return out;
+}
 
 /// Sender -> receiver, after the receiver's nonce; followed by len payload bytes. The receiver
 /// answers one ack byte once the message is queued, which keeps messages of one (peer, tag) ordered.
@@ -75,6 +123,10 @@ inline Digest joinProof(const Secret& secret, const Nonce& nonce, const JoinHead
   put(m, &h.rank, sizeof(h.rank));
   put(m, &h.nranks, sizeof(h.nranks));
   put(m, &h.infoSize, sizeof(h.infoSize));
+  put(m, &h.kind, sizeof(h.kind));
+  put(m, &h.nroots, sizeof(h.nroots));
+  put(m, &h.rootIndex, sizeof(h.rootIndex));
+  put(m, &h.count, sizeof(h.count));
   put(m, &h.listenAddr, sizeof(h.listenAddr));
   return hmacSha256(secret, m);
 }

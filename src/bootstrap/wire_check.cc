@@ -35,7 +35,26 @@ std::optional<size_t> checkJoinHeader(std::span<const uint8_t> header, const Sec
     *why = "invalid rank " + std::to_string(h.rank) + " of nranks " + std::to_string(h.nranks);
     return std::nullopt;
   }
-  return h.infoSize;
+  if (h.nroots < 1 || h.nroots > h.nranks || h.rootIndex < 0 || h.rootIndex >= h.nroots) {
+    *why = "invalid root " + std::to_string(h.rootIndex) + " of " + std::to_string(h.nroots) + " roots";
+    return std::nullopt;
+  }
+  if (h.kind == static_cast<uint32_t>(JoinKind::Join)) {
+    if (rootOfRank(h.rank, h.nranks, h.nroots) != h.rootIndex) {
+      *why = "rank " + std::to_string(h.rank) + " joined root " + std::to_string(h.rootIndex) + ", which does not serve it";
+      return std::nullopt;
+    }
+    return size_t{0};
+  }
+  if (h.kind == static_cast<uint32_t>(JoinKind::Lookup)) {
+    if (h.count < 1 || h.count > kMaxLookup) {
+      *why = "lookup of " + std::to_string(h.count) + " ranks";
+      return std::nullopt;
+    }
+    return static_cast<size_t>(h.count) * sizeof(int32_t);
+  }
+  *why = "unknown request kind " + std::to_string(h.kind);
+  return std::nullopt;
 }
 
 std::optional<size_t> checkMsgHeader(std::span<const uint8_t> header, const Secret& secret, const Nonce& nonce,

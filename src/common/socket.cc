@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/fd_limit.h"
 #include "core/debug.h"
 
 namespace atl::net {
@@ -304,7 +305,7 @@ void setNoDelay(int fd) {
 Result<Fd> listenOn(const SockAddr& addr, int backlog, SockAddr* bound) {
   if (!addr.valid()) return ATOLL_ERROR(ncclInvalidArgument, "listenOn: invalid address");
   Fd fd(socket(addr.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return ATOLL_ERROR(ncclSystemError, "socket() failed: %s", strerror(errno));
+  if (!fd.valid()) return ATOLL_ERROR(ncclSystemError, "socket() failed: %s%s", strerror(errno), fdHint(errno).c_str());
   int one = 1;
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(fd.get(), addr.raw(), addr.length) != 0)
@@ -333,7 +334,7 @@ Result<Fd> connectTo(const SockAddr& addr, Deadline deadline, const AbortFlag* a
       return ATOLL_ERROR(ncclSystemError, "connect to %s timed out (last error: %s)", addr.toString().c_str(),
                          lastErr != 0 ? strerror(lastErr) : "none");
     Fd fd(socket(addr.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (!fd.valid()) return ATOLL_ERROR(ncclSystemError, "socket() failed: %s", strerror(errno));
+    if (!fd.valid()) return ATOLL_ERROR(ncclSystemError, "socket() failed: %s%s", strerror(errno), fdHint(errno).c_str());
     int rc;
     do {
       rc = ::connect(fd.get(), addr.raw(), addr.length);
@@ -377,7 +378,7 @@ Result<Fd> acceptOne(int listenFd, Deadline deadline, const AbortFlag* abort, So
     if (fd < 0) {
       if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EPROTO)
         continue;
-      return ATOLL_ERROR(ncclSystemError, "accept failed: %s", strerror(errno));
+      return ATOLL_ERROR(ncclSystemError, "accept failed: %s%s", strerror(errno), fdHint(errno).c_str());
     }
     setNoDelay(fd);
     if (peer != nullptr) *peer = a;

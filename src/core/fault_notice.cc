@@ -77,11 +77,28 @@ std::optional<Notice> takeNotice(ncclComm* comm, int from, int64_t waitMs, int* 
 /// chain is what each rank said.
 class Notices {
  public:
-  explicit Notices(ncclComm* comm) : comm_(comm), bySender_(static_cast<size_t>(comm->nranks)) {}
+  explicit Notices(ncclComm* comm)
+      : comm_(comm),
+        bySender_(static_cast<size_t>(comm->nranks)),
+        resolved_(static_cast<size_t>(comm->nranks)),
+        links_(comm->links.table.peers()) {}
   void drain() {
     int sender = -1;
     while (auto n = takeNotice(comm_, -1, 0, &sender)) keep(sender, *n);
   }
+  /// Where `rank` says its chain ends (its kResolved notice), waiting for it until `deadline`.
+  const Notice* resolvedFrom(int rank, Deadline deadline) {
+    drain();
+    auto& slot = resolved_[static_cast<size_t>(rank)];
+    int sender = -1;
+    while (!slot && !deadline.expired()) {
+      auto n = takeNotice(comm_, rank, deadline.remainingMs(static_cast<int>(kChainWaitMaxMs)), &sender);
+      if (!n) break;
+      keep(sender, *n);
+    }
+    return slot ? &*slot : nullptr;
+  }
+  bool linked(int rank) const { return std::binary_search(links_.begin(), links_.end(), rank); }
   /// What `rank` said, waiting for it until `deadline`.
   const Notice* from(int rank, Deadline deadline) {
     drain();
@@ -94,37 +111,47 @@ class Notices {
   }
   size_t size() const { return bySender_.size(); }
   /// Any notice received, for when the failed peer sent none.
-  const Notice* any() {
+  const Notice* any(int* sender) {
     drain();
-    for (auto& n : bySender_)
-      if (n) return &*n;
+    for (size_t r = 0; r < bySender_.size(); ++r)
+      if (bySender_[r]) {
+        *sender = static_cast<int>(r);
+        return &*bySender_[r];
+      }
     return nullptr;
   }
 
  private:
   void keep(int sender, const Notice& n) {
     if (sender < 0 || static_cast<size_t>(sender) >= bySender_.size()) return;
-    auto& slot = bySender_[static_cast<size_t>(sender)];
+    auto& slot = ((n.flags & kResolved) ? resolved_ : bySender_)[static_cast<size_t>(sender)];
     if (!slot) slot = n;
   }
   ncclComm* comm_;
   std::vector<std::optional<Notice>> bySender_;
+  std::vector<std::optional<Notice>> resolved_;
+  std::vector<int> links_;  // sorted
 };
 
-/// Follows the wait-for chain from `notice` (fault_notice.h): while the last notice says its
-/// detector timed out waiting on a rank, look for that rank's notice, until a rank that sent none
-/// (the silent one), a conclusive notice (a link that broke), or a cycle of ranks waiting on each
-/// other (blamed where it closes). Returns the notice naming the rank to blame.
-Notice followChain(Notices& notices, Notice notice, int self, Deadline deadline) {
+/// Follows the wait-for chain from `notice`, which `sender` sent (fault_notice.h): while the last
+/// notice says its detector timed out waiting on a rank, look for that rank's notice (or, when it
+/// is no link peer of ours and so sends us nothing, for `sender`'s resolved one), until a rank that
+/// sent none (the silent one), a conclusive notice (a link that broke, or a resolved chain), or a
+/// cycle of ranks waiting on each other (blamed where it closes). Returns the notice naming the
+/// rank to blame.
+Notice followChain(Notices& notices, Notice notice, int sender, int self, Deadline deadline, Deadline relayDeadline) {
   std::vector<bool> seen(notices.size(), false);
   seen[static_cast<size_t>(self)] = true;
-  while ((notice.flags & kTimedOut) && !seen[static_cast<size_t>(notice.origin)]) {
+  while ((notice.flags & kTimedOut) && !(notice.flags & kResolved) && !seen[static_cast<size_t>(notice.origin)]) {
     seen[static_cast<size_t>(notice.origin)] = true;
-    const Notice* next = notices.from(notice.origin, deadline);
+    const bool direct = sender == self || notices.linked(notice.origin);
+    const Notice* next =
+        direct ? notices.from(notice.origin, deadline) : notices.resolvedFrom(sender, relayDeadline);
     if (next == nullptr) break;
     // A rank that broke off on its own (breakOff) names itself: it is the end of the chain.
     if (next->origin == next->detector) return *next;
-    if ((next->flags & kTimedOut) && seen[static_cast<size_t>(next->origin)]) break;
+    if ((next->flags & kTimedOut) && !(next->flags & kResolved) && seen[static_cast<size_t>(next->origin)]) break;
+    if (direct) sender = notice.origin;
     notice = *next;
   }
   return notice;
@@ -154,7 +181,7 @@ std::optional<Notice> decode(std::span<const std::byte> bytes, int nranks, const
   if (n.magic != kMagic) return fail("bad magic");
   if (n.version != kVersion || n.size != sizeof(Notice)) return fail("unknown version");
   if (n.origin < 0 || n.origin >= nranks || n.detector < 0 || n.detector >= nranks) return fail("rank out of range");
-  if ((n.flags & ~kTimedOut) != 0) return fail("unknown flags");
+  if ((n.flags & ~(kTimedOut | kResolved)) != 0) return fail("unknown flags");
   if (std::memchr(n.reason, '\0', sizeof n.reason) == nullptr) return fail("reason not terminated");
   return n;
 }
@@ -183,22 +210,31 @@ void spreadFailure(ncclComm* comm, int failedPeer, bool timedOut, Status failure
   Notices notices(comm);
   Notice cause = mine;
   const Deadline chainDeadline = Deadline::afterMs(chainWaitMs());
+  // A relayed end comes after the relaying rank's own search, which may have waited as long.
+  const Deadline relayDeadline = Deadline::afterMs(2 * chainWaitMs() + kNoticeWaitMs);
   if (timedOut) {
     // Only the chain from the rank waited on counts: another rank's timeout may blame a rank that
     // is merely waiting, and this rank's own evidence is better than that.
-    cause = followChain(notices, mine, comm->rank, chainDeadline);
+    cause = followChain(notices, mine, comm->rank, comm->rank, chainDeadline, relayDeadline);
   } else {
     // The failed peer's own notice, else one that reached us from elsewhere before (the failed
     // peer may have run out of its budget before it came to us).
+    int sender = failedPeer;
     const Notice* first = notices.from(failedPeer, Deadline::afterMs(kNoticeWaitMs));
-    if (first == nullptr) first = notices.any();
-    if (first != nullptr) cause = followChain(notices, *first, comm->rank, chainDeadline);
+    if (first == nullptr) first = notices.any(&sender);
+    if (first != nullptr) cause = followChain(notices, *first, sender, comm->rank, chainDeadline, relayDeadline);
   }
+  cause.flags &= ~kResolved;
   const bool beyond = cause.origin != failedPeer;
   // A rank that broke off for a reason of its own (breakOff) reports itself.
   const bool selfReported = !beyond && cause.detector == failedPeer;
   // Passed on resolved: the rank to blame, who saw it, and whether it was found silent.
   if (!timedOut) tell(comm, cause, failedPeer);
+  else {
+    Notice end = cause;
+    end.flags |= kResolved;
+    tell(comm, end, -1);
+  }
   // Raised last, so it is this thread's last error (notice sends may have raised their own).
   const std::string culprit = describeRank(comm, cause.origin);
   if (beyond && timedOut)

@@ -31,6 +31,10 @@ struct Notice {
 static_assert(sizeof(Notice) == 256);
 /// `origin` is the end of a chain of ranks each waiting on the next, not a rank whose link broke.
 inline constexpr uint32_t kTimedOut = 1;
+/// The detector has followed its chain to the end: `origin` is where it ends, as far as it knows.
+/// Sent after the detector's first (unresolved) notice, so that a rank whose chain runs through
+/// ranks it has no link to (links are made on demand) learns the end from its own link peer.
+inline constexpr uint32_t kResolved = 2;
 
 std::vector<std::byte> encode(const Notice& n);
 /// The notice in `bytes` if it is well formed for a communicator of `nranks`; why not otherwise.
@@ -44,11 +48,13 @@ std::optional<Notice> decode(std::span<const std::byte> bytes, int nranks, const
 /// blame.
 ///
 /// Why timeouts follow a chain: a silent rank stalls its neighbours, which stall theirs, so most
-/// ranks time out waiting on a rank that is itself waiting. Each sends which rank it waited on; a
-/// rank follows those notices from the rank it waited on to the first rank that sent none, which
-/// is the silent one. The ranks nearer to it stall first, so their notices are usually queued
-/// already; one that is not is waited for up to ATOLL_TIMEOUT_MS (clamped to 0.3-5 s), which the
-/// silent rank at the end of the chain costs once.
+/// ranks time out waiting on a rank that is itself waiting. Each tells its link peers at once which
+/// rank it waited on; a rank follows those notices from the rank it waited on to the first rank that
+/// sent none, which is the silent one. Notices travel only along links (O(links) per rank, not
+/// O(n)), so where the chain leaves this rank's link peers, the link peer it came through is asked
+/// instead: once that peer has followed the chain to its end it sends a kResolved notice naming it.
+/// A notice that is not queued yet is waited for up to ATOLL_TIMEOUT_MS (clamped to 0.3-5 s), which
+/// the silent rank at the end of the chain costs once; each relay hop adds what its rank took.
 void spreadFailure(ncclComm* comm, int failedPeer, bool timedOut, Status failure);
 
 /// This rank gives up on the communicator for a reason of its own (the error just raised, e.g. an

@@ -7,6 +7,7 @@
 
 #include "core/call_check.h"
 #include "core/comm.h"
+#include "core/connect.h"
 #include "core/debug.h"
 #include "core/fault_notice.h"
 #include "core/params.h"
@@ -76,6 +77,34 @@ Status checkCalls(std::span<ncclComm* const> comms, std::span<const OpDesc> ops,
   return result;
 }
 
+/// Makes the links the queued plans use that the communicators lack (core/connect.h). A queue whose
+/// links cannot be made fails like a plan would.
+Status connectFor(std::span<ncclComm* const> comms, std::span<engine::CommQueue> queues) {
+  thread_local std::vector<std::vector<engine::LinkKey>> needed;
+  needed.resize(comms.size());
+  bool missing = false;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    needed[i].clear();
+    for (engine::Plan* plan : queues[i].plans) {
+      if (!plan->linksKnown) {
+        plan->links = scheduleLinks(plan->schedule);
+        plan->linksKnown = true;
+      }
+      for (const engine::LinkKey& k : plan->links)
+        if (!comms[i]->links.table.has(k)) needed[i].push_back(k), missing = true;
+    }
+  }
+  if (!missing) return Status::Ok();
+  std::vector<Status> made = ensureLinks(comms, std::span<const std::vector<engine::LinkKey>>(needed.data(), comms.size()));
+  Status first;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    if (made[i].ok()) continue;
+    queues[i].result = made[i];
+    if (first.ok()) first = made[i];
+  }
+  return first;
+}
+
 Status runOps(std::span<const OpDesc> ops) {
   // One queue per communicator, in order of first appearance; within it the collectives in call
   // order, then the group's send/recv batch.
@@ -143,6 +172,7 @@ Status runOps(std::span<const OpDesc> ops) {
   opts.timeoutMs = params::getInt(params::Id::TimeoutMs);
   opts.spinCount = static_cast<int>(params::getInt(params::Id::SpinCount));
   Status result = params::getBool(params::Id::Check) ? checkCalls(comms, ops, queues, opts) : Status::Ok();
+  if (result.ok()) result = connectFor(comms, queues);
   if (result.ok()) result = engine::execute(queues, opts);
   for (size_t i = 0; i < comms.size(); ++i) {
     Status s = queues[i].result;

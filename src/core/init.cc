@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/fd_limit.h"
 #include "core/comm_topology.h"
 #include "core/connect.h"
 #include "core/debug.h"
@@ -52,7 +53,7 @@ int channelCount() {
 
 }  // namespace
 
-Status initComm(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t& config) {
+Status initComm(ncclComm* comm, int nranks, std::span<const ncclUniqueId> ids, int rank, const ncclConfig_t& config) {
   log::setThreadRank(rank);
   comm->rank = rank;
   comm->nranks = nranks;
@@ -60,6 +61,7 @@ Status initComm(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, co
   if (config.commName) comm->name = config.commName;
   ATOLL_CHECK(checkNetSelection(config));
   ATOLL_ASSIGN_OR_RETURN(comm->device, device::select());
+  net::raiseFdLimit();  // as NCCL does: links and bootstrap messages each hold a descriptor
 
   std::string ifname;
   ATOLL_ASSIGN_OR_RETURN(net::SockAddr bindAddr,
@@ -84,7 +86,7 @@ Status initComm(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, co
   mine.peer = me;
   mine.where = localPlacement();
   mine.checkCalls = params::getBool(params::Id::Check) ? 1 : 0;
-  ATOLL_ASSIGN_OR_RETURN(comm->bootstrap, bootstrap::Bootstrap::create(id, rank, nranks, std::as_bytes(std::span(&mine, 1)),
+  ATOLL_ASSIGN_OR_RETURN(comm->bootstrap, bootstrap::Bootstrap::create(ids, rank, nranks, std::as_bytes(std::span(&mine, 1)),
                                                                        &comm->abortFlag));
 
   transport::Context& ctx = comm->links.context;
@@ -108,12 +110,17 @@ Status initComm(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, co
                          mine.checkCalls, rank, theirs.checkCalls, r);
   }
   ctx.bufferBytes = static_cast<size_t>(std::max<int64_t>(64 << 10, params::getInt(params::Id::BuffSize))) / 8 * 8;
-  ctx.timeoutMs = static_cast<int>(params::getInt(params::Id::BootstrapTimeoutMs));
+  // Links are made at init or during a call (core/connect.h): a peer that never comes must not
+  // hold a call longer than the progress timeout either.
+  int64_t setupMs = params::getInt(params::Id::BootstrapTimeoutMs);
+  if (const int64_t callMs = params::getInt(params::Id::TimeoutMs); callMs > 0 && (setupMs <= 0 || callMs < setupMs))
+    setupMs = callMs;
+  ctx.timeoutMs = static_cast<int>(std::clamp<int64_t>(setupMs, 0, 1 << 30));
   ctx.abort = &comm->abortFlag;
   ATOLL_CHECK(comm->links.shm->attach(ctx));
   ATOLL_CHECK(comm->links.socket->attach(ctx));
   comm->links.nchannels = channelCount();
-  ATOLL_CHECK(connectPeers(comm));
+  ATOLL_CHECK(connectAtInit(comm));
   ATOLL_CHECK(buildCommTopology(comm, where));
   ATOLL_INFO(log::kInit, "comm %p rank %d nranks %d device %s interface %s ready", (void*)comm, rank, nranks,
              comm->device->name(), ifname.c_str());
@@ -131,18 +138,19 @@ Status validateInitArgs(ncclComm_t* out, int nranks, int rank, const char* fn) {
 }
 
 /// Allocates and registers the handle now; the rendezvous runs now or at the enclosing ncclGroupEnd.
-Status startInit(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* userConfig,
+Status startInit(ncclComm_t* out, int nranks, std::vector<ncclUniqueId> ids, int rank, const ncclConfig_t* userConfig,
                  int cudaDev, const char* fn) {
   ATOLL_CHECK(validateInitArgs(out, nranks, rank, fn));
-  if (!bootstrap::isValidUniqueId(id))
-    return ATOLL_ERROR(ncclInvalidArgument, "%s: the unique id is not one made by ncclGetUniqueId", fn);
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (!bootstrap::isValidUniqueId(ids[i]))
+      return ATOLL_ERROR(ncclInvalidArgument, "%s: unique id %zu is not one made by ncclGetUniqueId", fn, i);
   ATOLL_ASSIGN_OR_RETURN(ncclConfig_t config, resolveConfig(userConfig));
   auto* comm = new ncclComm();
   comm->cudaDev = cudaDev;
   registerComm(comm);
   *out = comm;
-  auto job = [comm, nranks, id, rank, config]() -> Status {
-    Status s = initComm(comm, nranks, id, rank, config);
+  auto job = [comm, nranks, ids = std::move(ids), rank, config]() -> Status {
+    Status s = initComm(comm, nranks, ids, rank, config);
     if (!s.ok()) {
       comm->state.store(CommState::Failed);
       comm->asyncError.store(s.code());
@@ -185,11 +193,11 @@ NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
 
 NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
          ncclConfig_t* config) {
-  return apiGuard(__func__, [&] { return startInit(comm, nranks, commId, rank, config, 0, "ncclCommInitRankConfig"); });
+  return apiGuard(__func__, [&] { return startInit(comm, nranks, {commId}, rank, config, 0, "ncclCommInitRankConfig"); });
 }
 
 NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return apiGuard(__func__, [&] { return startInit(comm, nranks, commId, rank, nullptr, 0, "ncclCommInitRank"); });
+  return apiGuard(__func__, [&] { return startInit(comm, nranks, {commId}, rank, nullptr, 0, "ncclCommInitRank"); });
 }
 
 NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
@@ -197,8 +205,12 @@ NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks
   return apiGuard(__func__, [&]() -> Status {
     if (nId < 1 || commIds == nullptr)
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommInitRankScalable: need at least one unique id (nId=%d)", nId);
-    // One root serves every rank here; the extra ids only spread load in NCCL.
-    return startInit(newcomm, nranks, commIds[0], myrank, config, 0, "ncclCommInitRankScalable");
+    if (nranks >= 1 && nId > nranks)
+      return ATOLL_ERROR(ncclInvalidArgument, "ncclCommInitRankScalable: %d unique ids for %d ranks (at most one per rank)",
+                         nId, nranks);
+    // As in NCCL: each id's root serves one contiguous block of ranks (bootstrap/wire.h).
+    return startInit(newcomm, nranks, std::vector<ncclUniqueId>(commIds, commIds + nId), myrank, config, 0,
+                     "ncclCommInitRankScalable");
   });
 }
 
@@ -210,7 +222,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     ATOLL_CHECK(groupStart());
     Status first;
     for (int i = 0; i < ndev && first.ok(); ++i)
-      first = startInit(&comms[i], ndev, id, i, nullptr, devlist ? devlist[i] : i, "ncclCommInitAll");
+      first = startInit(&comms[i], ndev, {id}, i, nullptr, devlist ? devlist[i] : i, "ncclCommInitAll");
     Status end = groupEnd();
     if (first.ok()) first = end;
     if (!first.ok())

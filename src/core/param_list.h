@@ -39,6 +39,11 @@ ATOLL_PARAM(BuffSize, "NCCL_BUFFSIZE", Size, "1048576",
             "NCCL's 4 MiB: host rings stay cache-resident (perf/baselines: +25% shm busbw at 64 MiB).")
 
 // Algorithms and engine
+ATOLL_PARAM(RuntimeConnect, "NCCL_RUNTIME_CONNECT", Bool, "1",
+            "1: a rank connects to a peer on a channel when a call first needs that link (ring neighbours, "
+            "tree parent and children, island leaders, point-to-point peers), so links, memory and fds grow "
+            "with the peers used, not with the rank count. 0: connect every peer on channels 0 and 1 and the "
+            "ring neighbours on the others during init (ATOLL_CHECK=1 also does, see there).")
 ATOLL_PARAM(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "Minimum number of channels (parallel rings).")
 ATOLL_PARAM(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "2", "Maximum number of channels (parallel rings).")
 ATOLL_PARAM(ChunkBytes, "ATOLL_CHUNK_BYTES", Size, "131072",

@@ -1,49 +1,69 @@
 // The communicator's links, indexed by (channel, peer). Owned here so the engine can look a link up
 // without knowing how (or by which transport) it was made.
+//
+// Why a map and not an (nchannels x nranks) array: links are made on demand (core/connect.h), so a
+// rank holds only the few its schedules use (ring neighbours, tree parent and children, island
+// leaders, point-to-point peers); an array would cost O(n) per channel at 100k ranks for nothing.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "transports/transport.h"
 
 namespace atl::engine {
 
+/// One link of a rank: the peer, on one channel.
+struct LinkKey {
+  int channel = 0;
+  int peer = -1;
+  friend bool operator==(const LinkKey&, const LinkKey&) = default;
+  friend auto operator<=>(const LinkKey&, const LinkKey&) = default;
+};
+
 class ConnTable {
  public:
-  void resize(int nchannels, int nranks) {
-    nranks_ = nranks;
-    links_.clear();
-    links_.resize(static_cast<size_t>(nchannels) * static_cast<size_t>(nranks));
-  }
-  void set(int channel, int peer, std::unique_ptr<transport::Connection> c) { links_[index(channel, peer)] = std::move(c); }
+  void set(LinkKey k, std::unique_ptr<transport::Connection> c) { links_[pack(k)] = std::move(c); }
   transport::Connection* get(int channel, int peer) const {
-    size_t i = index(channel, peer);
-    return i < links_.size() ? links_[i].get() : nullptr;
+    auto it = links_.find(pack({channel, peer}));
+    return it == links_.end() ? nullptr : it->second.get();
   }
+  bool has(LinkKey k) const { return links_.count(pack(k)) != 0; }
+  size_t size() const { return links_.size(); }
   void clear() { links_.clear(); }
   /// The peers this rank has a link to on any channel, in rank order.
   std::vector<int> peers() const {
-    std::vector<char> linked(static_cast<size_t>(nranks_), 0);
-    for (size_t i = 0; i < links_.size(); ++i)
-      if (links_[i]) linked[i % static_cast<size_t>(nranks_)] = 1;
     std::vector<int> out;
-    for (int r = 0; r < nranks_; ++r)
-      if (linked[static_cast<size_t>(r)]) out.push_back(r);
+    out.reserve(links_.size());
+    for (const auto& [key, link] : links_)
+      if (link) out.push_back(static_cast<int>(key & 0xffffffffu));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+  /// Every link, sorted by (channel, peer).
+  std::vector<LinkKey> keys() const {
+    std::vector<LinkKey> out;
+    out.reserve(links_.size());
+    for (const auto& [key, link] : links_) out.push_back(unpack(key));
+    std::sort(out.begin(), out.end());
     return out;
   }
   /// Breaks every link (see Connection::shutdown): peers stop waiting on this rank at once.
   void shutdownAll() {
-    for (auto& link : links_)
+    for (auto& [key, link] : links_)
       if (link) link->shutdown();
   }
 
  private:
-  size_t index(int channel, int peer) const {
-    return static_cast<size_t>(channel) * static_cast<size_t>(nranks_) + static_cast<size_t>(peer);
+  static uint64_t pack(LinkKey k) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(k.channel)) << 32) | static_cast<uint32_t>(k.peer);
   }
-  int nranks_ = 0;
-  std::vector<std::unique_ptr<transport::Connection>> links_;
+  static LinkKey unpack(uint64_t v) { return {static_cast<int>(v >> 32), static_cast<int>(v & 0xffffffffu)}; }
+  std::unordered_map<uint64_t, std::unique_ptr<transport::Connection>> links_;
 };
 
 }  // namespace atl::engine

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "engine/connections.h"
 #include "kernels/host/reduce.h"
 #include "nccl.h"
 
@@ -26,6 +27,8 @@ struct Plan {
   std::function<void(Plan&)> prologue;        // runs when the plan starts (reads user input then)
   std::function<void(Plan&)> epilogue;        // runs after every program finished (e.g. Avg division)
   std::string what;                           // "AllReduce 1024 x float" for logs and errors
+  std::vector<LinkKey> links;                 // what the schedule uses (core/connect.h), once known
+  bool linksKnown = false;
 };
 
 }  // namespace atl::engine

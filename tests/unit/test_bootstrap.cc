@@ -576,7 +576,7 @@ TEST(FaultNotice, EncodeDecode) {
   EXPECT_FALSE(fault::decode(bad, 4, &why).has_value());
   EXPECT_STREQ(why, "reason not terminated");
   bad = wire;
-  bad[offsetof(fault::Notice, flags)] |= std::byte{2};  // a flag this version does not know
+  bad[offsetof(fault::Notice, flags)] |= std::byte{4};  // a flag this version does not know
   EXPECT_FALSE(fault::decode(bad, 4, &why).has_value());
   EXPECT_STREQ(why, "unknown flags");
   // encode() terminates a full reason itself.

@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "common/fd_limit.h"
 #include "core/debug.h"
 
 namespace atl::transport::shm {
@@ -67,7 +68,9 @@ Result<Ring> Ring::create(const std::string& name, size_t requestedBytes) {
     ::shm_unlink(name.c_str());
     fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   }
-  if (fd < 0) return ATOLL_ERROR(ncclSystemError, "shm_open(%s) failed: %s", name.c_str(), std::strerror(errno));
+  if (fd < 0)
+    return ATOLL_ERROR(ncclSystemError, "shm_open(%s) failed: %s%s", name.c_str(), std::strerror(errno),
+                       net::fdHint(errno).c_str());
 
   Ring ring;
   ring.name_ = name;
@@ -104,7 +107,8 @@ Result<Ring> Ring::attach(const std::string& name, Deadline deadline, const Abor
     if (aborted(abort)) return ATOLL_ERROR(ncclSystemError, "shm attach to %s aborted", name.c_str());
     int fd = ::shm_open(name.c_str(), O_RDWR, 0600);
     if (fd < 0 && errno != ENOENT)
-      return ATOLL_ERROR(ncclSystemError, "shm_open(%s) failed: %s", name.c_str(), std::strerror(errno));
+      return ATOLL_ERROR(ncclSystemError, "shm_open(%s) failed: %s%s", name.c_str(), std::strerror(errno),
+                         net::fdHint(errno).c_str());
     if (fd >= 0) {
       struct stat st{};
       if (::fstat(fd, &st) != 0) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "core/debug.h"
 
@@ -122,6 +123,24 @@ void ShmConnection::consume(size_t n) {
   if (n == 0) return;
   recvTail_ += n;
   recv_.header()->tail.store(recvTail_, std::memory_order_release);
+}
+
+Status ShmConnection::settle(Deadline deadline, const AbortFlag* abort) {
+  // The peer attaches to the ring we receive on in its own finish(); until it has, tearing our end
+  // down would unlink a name it still waits for (it would time out instead of failing at once).
+  auto backoff = std::chrono::microseconds(50);
+  while (recv_.peerPid() == 0) {
+    if (recv_.peerClosed())
+      return ATOLL_ERROR(ncclRemoteError, "shm: rank %d: peer rank %d on host %s closed channel %d during setup", rank_,
+                         peer_, peerHost_.c_str(), channel_);
+    if (aborted(abort)) return ATOLL_ERROR(ncclSystemError, "shm: rank %d: aborted while linking to rank %d", rank_, peer_);
+    if (deadline.expired())
+      return ATOLL_ERROR(ncclSystemError, "shm: rank %d: rank %d (host %s) did not attach to channel %d in time", rank_,
+                         peer_, peerHost_.c_str(), channel_);
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::microseconds(5000));
+  }
+  return Status::Ok();
 }
 
 std::string ShmConnection::describe() const {

@@ -31,6 +31,7 @@ class ShmConnection final : public Connection {
   Result<std::span<const std::byte>> peek() override;
   void consume(size_t n) override;
   std::string describe() const override;
+  Status settle(Deadline deadline, const AbortFlag* abort) override;
   void shutdown() override;
 
  private:

@@ -28,7 +28,9 @@ SocketConnection::SocketConnection(net::Fd fd, int rank, int peer, int channel, 
       channel_(channel),
       peerAddr_(std::move(peerAddr)),
       cap_(stagingCapacity(bufferBytes)) {
-  ring_ = std::make_unique<std::byte[]>(cap_);
+  // The staging ring is allocated on first use, uninitialised: large receives land straight in the
+  // user's buffer (receiveInto), so many links never stage anything, and a zero-filled megabyte per
+  // link would be resident memory for nothing.
   net::setNonBlocking(fd_.get());
   net::setNoDelay(fd_.get());
   // Large kernel buffers keep a bandwidth-delay product in flight; the kernel caps them at its limits.
@@ -81,6 +83,7 @@ Result<size_t> SocketConnection::recvSome(void* dst, size_t n) {
 
 Status SocketConnection::fill() {
   // Read until the socket is drained or the ring is full; at most two contiguous pieces per pass.
+  if (!ring_) ring_ = std::make_unique_for_overwrite<std::byte[]>(cap_);
   while (closedErr_ == 0 && head_ - tail_ < cap_) {
     const uint64_t off = head_ % cap_;
     const size_t room = static_cast<size_t>(std::min(cap_ - off, cap_ - (head_ - tail_)));

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "common/fd_limit.h"
 #include "core/debug.h"
 #include "transports/socket/socket_stream.h"
 
@@ -132,11 +133,11 @@ Result<AcceptPool::Accepted> AcceptPool::take(const Context& ctx, int peer, int 
       }
     }
     std::erase_if(pending_, [](const Pending& p) { return !p.fd.valid(); });
-    if (rc > 0 && fds[0].revents != 0) acceptNew(ctx);
+    if (rc > 0 && fds[0].revents != 0) ATOLL_CHECK(acceptNew(ctx));
   }
 }
 
-void AcceptPool::acceptNew(const Context& ctx) {
+Status AcceptPool::acceptNew(const Context& ctx) {
   for (;;) {
     net::SockAddr from;
     from.length = sizeof(from.storage);
@@ -144,9 +145,16 @@ void AcceptPool::acceptNew(const Context& ctx) {
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        // The connection stays queued and the listener readable: retrying would spin until the
+        // deadline and then blame the peer. Out of descriptors is this rank's problem; say so.
+        const int err = errno;
+        return ATOLL_ERROR(ncclSystemError, "socket: rank %d: cannot accept a link: %s%s", ctx.rank,
+                           std::strerror(err), net::fdHint(err).c_str());
+      }
       if (errno != EAGAIN && errno != EWOULDBLOCK)
         ATOLL_WARN("socket: rank %d: accept failed: %s", ctx.rank, std::strerror(errno));
-      return;
+      return Status::Ok();
     }
     Pending p;
     p.fd = net::Fd(fd);

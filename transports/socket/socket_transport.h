@@ -94,7 +94,7 @@ class AcceptPool {
     size_t got = 0;
     Deadline deadline;
   };
-  void acceptNew(const Context& ctx);
+  Status acceptNew(const Context& ctx);
   // Reads what a pending connection has; true when it is finished with (stashed or rejected).
   bool advance(const Context& ctx, Pending& p);
   const char* validate(const Context& ctx, const Hello& h) const;

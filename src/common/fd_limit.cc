@@ -1,0 +1,51 @@
+#include "common/fd_limit.h"
+
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <mutex>
+
+#include "core/debug.h"
+
+namespace atl::net {
+namespace {
+
+FdLimit current() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return {};
+  return {static_cast<uint64_t>(rl.rlim_cur), static_cast<uint64_t>(rl.rlim_max)};
+}
+
+}  // namespace
+
+FdLimit raiseFdLimit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+    const rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+      ATOLL_INFO(log::kInit, "raised the soft RLIMIT_NOFILE from %llu to the hard limit %llu",
+                 static_cast<unsigned long long>(was), static_cast<unsigned long long>(rl.rlim_max));
+    else
+      ATOLL_WARN("could not raise the soft RLIMIT_NOFILE from %llu to %llu", static_cast<unsigned long long>(was),
+                 static_cast<unsigned long long>(rl.rlim_max));
+  });
+  return current();
+}
+
+std::string fdHint(int err) {
+  if (err == ENFILE) return " (the system-wide file table is full: fs.file-max)";
+  if (err != EMFILE) return "";
+  const FdLimit l = current();
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                " (out of file descriptors: RLIMIT_NOFILE is %llu, hard limit %llu; each socket link and bootstrap "
+                "message needs one: raise the hard limit, e.g. ulimit -Hn, or use fewer links with NCCL_RUNTIME_CONNECT=1)",
+                static_cast<unsigned long long>(l.soft), static_cast<unsigned long long>(l.hard));
+  return buf;
+}
+
+}  // namespace atl::net
