@@ -90,9 +90,9 @@ void header() {
 }
 
 int threads(int n, size_t bytes) {
+  const int fds0 = openFds();  // before the root's listener, which closes once every rank joined
   ncclUniqueId id;
   if (ncclGetUniqueId(&id) != ncclSuccess) return std::fprintf(stderr, "ncclGetUniqueId failed\n"), 1;
-  const int fds0 = openFds();
   std::vector<ncclComm_t> comms(static_cast<size_t>(n), nullptr);
   std::vector<RankStats> stats(static_cast<size_t>(n));
   std::atomic<int> inited{0}, reduced{0}, bad{0};
