@@ -5,7 +5,8 @@
 // for the chains, not the root), with root 0.
 //
 // The symbolic verifier runs every rank's schedule, so it is measured on small rank counts only;
-// there items are messages simulated.
+// there items are messages simulated. The log-depth generators (binomial broadcast and reduce,
+// Bruck all-gather) appear as build/<coll>/<algo> and verify/<coll>/<algo>.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 
 namespace {
 
+using atl::algo::Algo;
 using atl::algo::Coll;
 using atl::algo::CollSpec;
 using atl::algo::Schedule;
@@ -43,9 +45,10 @@ size_t countFor(Coll coll, size_t totalElems, int nranks) {
   }
 }
 
-CollSpec specFor(Coll coll, int nranks, size_t totalElems, int nchannels, size_t chunkElems) {
+CollSpec specFor(Coll coll, int nranks, size_t totalElems, int nchannels, size_t chunkElems, Algo algo = Algo::Ring) {
   CollSpec s;
   s.coll = coll;
+  s.algo = algo;
   s.nranks = nranks;
   s.rank = nranks / 2;
   s.root = 0;
@@ -69,10 +72,10 @@ void reportShape(benchmark::State& state, const Schedule& s) {
 }
 
 // Args: {ranks, bytes, channels}.
-void BM_Build(benchmark::State& state, Coll coll) {
+void BM_Build(benchmark::State& state, Coll coll, Algo algo) {
   const CollSpec spec =
       specFor(coll, static_cast<int>(state.range(0)), static_cast<size_t>(state.range(1)) / kElemBytes,
-              static_cast<int>(state.range(2)), kChunkElems);
+              static_cast<int>(state.range(2)), kChunkElems, algo);
   Schedule last;
   for (auto _ : state) {
     Schedule s = atl::algo::buildSchedule(spec);
@@ -104,9 +107,9 @@ void BM_BuildP2P(benchmark::State& state) {
 }
 
 // Small chunks so that the chains actually pipeline (16 chunks over 2 channels). Args: {ranks}.
-void BM_Verify(benchmark::State& state, Coll coll) {
+void BM_Verify(benchmark::State& state, Coll coll, Algo algo) {
   constexpr size_t kVerifyElems = 4096;
-  const CollSpec spec = specFor(coll, static_cast<int>(state.range(0)), kVerifyElems, 2, kVerifyElems / 32);
+  const CollSpec spec = specFor(coll, static_cast<int>(state.range(0)), kVerifyElems, 2, kVerifyElems / 32, algo);
   atl::algo::VerifyResult last;
   for (auto _ : state) {
     last = atl::algo::verifySchedule(spec);
@@ -128,11 +131,26 @@ std::vector<int64_t> rankCounts() {
   return out;
 }
 
+// The log-depth generators, registered as build/<coll>/<algo> and verify/<coll>/<algo> beside the
+// ring and chain ones (which keep their plain names).
+struct Variant {
+  Coll coll;
+  Algo algo;
+};
+const Variant kLogDepth[] = {{Coll::Broadcast, Algo::Binomial}, {Coll::Reduce, Algo::Binomial},
+                             {Coll::AllGather, Algo::Bruck}};
+
 int registerAll() {
   for (Coll coll : kColls) {
     const std::string name = atl::algo::collName(coll);
-    benchmark::RegisterBenchmark(("build/" + name).c_str(), BM_Build, coll)
+    benchmark::RegisterBenchmark(("build/" + name).c_str(), BM_Build, coll, Algo::Ring)
         ->ArgsProduct({rankCounts(), {64 << 10, 256 << 20}, {2, 16}})
+        ->ArgNames({"ranks", "bytes", "channels"});
+  }
+  for (Variant v : kLogDepth) {
+    const std::string name = std::string(atl::algo::collName(v.coll)) + "/" + atl::algo::algoName(v.algo);
+    benchmark::RegisterBenchmark(("build/" + name).c_str(), BM_Build, v.coll, v.algo)
+        ->ArgsProduct({rankCounts(), {64 << 10, 256 << 20}, {2}})
         ->ArgNames({"ranks", "bytes", "channels"});
   }
   benchmark::RegisterBenchmark("build_p2p/all_peers", BM_BuildP2P)
@@ -140,7 +158,15 @@ int registerAll() {
       ->Range(2, kMaxRanks)
       ->ArgName("ranks");
   for (Coll coll : kColls) {
-    benchmark::RegisterBenchmark(("verify/" + std::string(atl::algo::collName(coll))).c_str(), BM_Verify, coll)
+    benchmark::RegisterBenchmark(("verify/" + std::string(atl::algo::collName(coll))).c_str(), BM_Verify, coll,
+                                 Algo::Ring)
+        ->RangeMultiplier(2)
+        ->Range(2, 32)
+        ->ArgName("ranks");
+  }
+  for (Variant v : kLogDepth) {
+    const std::string name = std::string(atl::algo::collName(v.coll)) + "/" + atl::algo::algoName(v.algo);
+    benchmark::RegisterBenchmark(("verify/" + name).c_str(), BM_Verify, v.coll, v.algo)
         ->RangeMultiplier(2)
         ->Range(2, 32)
         ->ArgName("ranks");

@@ -39,10 +39,10 @@ while [[ $# -gt 0 ]]; do
 done
 case "$coll" in
   all_reduce) algos="ring tree rhd rd direct hierarchical" key=allreduce name=AllReduce ;;
-  all_gather) algos="ring hierarchical" key=allgather name=AllGather ;;
+  all_gather) algos="ring bruck hierarchical" key=allgather name=AllGather ;;
   reduce_scatter) algos="ring hierarchical" key=reducescatter name=ReduceScatter ;;
-  broadcast) algos="ring hierarchical" key=broadcast name=Broadcast ;;
-  reduce) algos="ring hierarchical" key=reduce name=Reduce ;;
+  broadcast) algos="ring binomial hierarchical" key=broadcast name=Broadcast ;;
+  reduce) algos="ring binomial hierarchical" key=reduce name=Reduce ;;
   *) echo "algo_sweep.sh: --coll $coll is not swept (all_reduce, all_gather, reduce_scatter, broadcast, reduce)" >&2
      exit 2 ;;
 esac

@@ -28,6 +28,8 @@ const char* algoName(Algo a) {
     case Algo::RecursiveHalvingDoubling: return "rhd";
     case Algo::Direct: return "direct";
     case Algo::Hierarchical: return "hierarchical";
+    case Algo::Binomial: return "binomial";
+    case Algo::Bruck: return "bruck";
   }
   return "?";
 }

@@ -87,13 +87,21 @@ Schedule buildSchedule(const CollSpec& s) {
         case Algo::Direct: return directAllReduce(s);
         case Algo::Tree: return treeAllReduce(s);
         case Algo::Hierarchical: return hierAllReduce(s);
-        case Algo::Ring: break;
+        case Algo::Ring:
+        case Algo::Binomial:
+        case Algo::Bruck: break;
       }
       return ringAllReduce(s);
-    case Coll::AllGather: return s.algo == Algo::Hierarchical ? hierAllGather(s) : ringAllGather(s);
+    case Coll::AllGather:
+      if (s.algo == Algo::Bruck) return bruckAllGather(s);
+      return s.algo == Algo::Hierarchical ? hierAllGather(s) : ringAllGather(s);
     case Coll::ReduceScatter: return s.algo == Algo::Hierarchical ? hierReduceScatter(s) : ringReduceScatter(s);
-    case Coll::Broadcast: return s.algo == Algo::Hierarchical ? hierBroadcast(s) : chainBroadcast(s);
-    case Coll::Reduce: return s.algo == Algo::Hierarchical ? hierReduce(s) : chainReduce(s);
+    case Coll::Broadcast:
+      if (s.algo == Algo::Binomial) return binomialBroadcast(s);
+      return s.algo == Algo::Hierarchical ? hierBroadcast(s) : chainBroadcast(s);
+    case Coll::Reduce:
+      if (s.algo == Algo::Binomial) return binomialReduce(s);
+      return s.algo == Algo::Hierarchical ? hierReduce(s) : chainReduce(s);
     case Coll::AlltoAll: return directAlltoAll(s);
     case Coll::Gather: return directGather(s);
     case Coll::Scatter: return directScatter(s);

@@ -5,7 +5,7 @@
 // Peer offsets i = 1..n-1 pair each send with a receive from the opposite side, as in AlltoAll, so
 // the exchange cannot wait on itself. Received inputs land in per-rank scratch slots; in place the
 // own input is copied aside too, since the chain writes the receive buffer before it reads it.
-// Channel 0 only: it is the one linking every pair (core/connect.cc).
+// Channel 0 only: with NCCL_RUNTIME_CONNECT=0 it links every pair at init (core/connect.h).
 #include "algorithms/ring.h"
 
 namespace atl::algo {

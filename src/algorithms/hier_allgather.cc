@@ -8,7 +8,8 @@
 // ranks. A host receives its extras' blocks once more there; that costs one block per extra and
 // keeps the island ring a plain ring.
 //
-// Channels 0 and 1 only: they link every pair of ranks, and neither ring is the global ring.
+// Channels 0 and 1 only: with NCCL_RUNTIME_CONNECT=0 they are the ones linking every pair at init,
+// and neither ring is the global ring (on demand, any channel would do: core/connect.h).
 #include <algorithm>
 #include <vector>
 

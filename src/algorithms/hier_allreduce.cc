@@ -10,7 +10,8 @@
 //
 // Bitwise identical everywhere: extras are folded by one rank, each ring chunk is combined by one
 // chain, recursive doubling has both partners combine the same pair, and the rest is copies.
-// Channel 0 only: island rings are not the global ring (core/connect.cc).
+// Channel 0 only: island rings are not the global ring, and with NCCL_RUNTIME_CONNECT=0 only
+// channels 0 and 1 link every pair at init (core/connect.h).
 #include <algorithm>
 #include <bit>
 #include <vector>

@@ -7,7 +7,8 @@
 // receiving the following chunk (the slow link first), then into its island. Islands of any size
 // work: each island chain is independent of the others.
 //
-// Channels 0 and 1 only: they link every pair of ranks, and neither chain follows the ring.
+// Channels 0 and 1 only: with NCCL_RUNTIME_CONNECT=0 they are the ones linking every pair at init,
+// and neither chain follows the ring (on demand, any channel would do: core/connect.h).
 #include <algorithm>
 #include <vector>
 

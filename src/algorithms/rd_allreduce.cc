@@ -10,8 +10,8 @@
 // level writes the receive buffer. With one level and in-place buffers the input is copied to
 // scratch first, for the same reason.
 //
-// One channel: the messages are small (channels 0 and 1 link every pair of ranks, the others only
-// ring neighbours, core/connect.cc).
+// One channel: the messages are small (links are made on first use, core/connect.h;
+// with NCCL_RUNTIME_CONNECT=0 channels 0 and 1 link every pair at init, the others ring neighbours).
 #include <bit>
 
 #include "algorithms/ring.h"

@@ -9,7 +9,8 @@
 // (the one keeping that half), so every element's final value is computed once and then copied.
 //
 // The halves a step sends and writes are disjoint, so no scratch is needed, even in place.
-// Channel 0 only: partners are not ring neighbours (core/connect.cc).
+// Channel 0 only: partners are not ring neighbours, and with NCCL_RUNTIME_CONNECT=0 only channels
+// 0 and 1 link every pair at init (core/connect.h).
 #include <algorithm>
 #include <bit>
 #include <vector>

@@ -24,6 +24,10 @@ Schedule hierAllGather(const CollSpec& s);
 Schedule hierReduceScatter(const CollSpec& s);
 Schedule hierBroadcast(const CollSpec& s);
 Schedule hierReduce(const CollSpec& s);
+// Log-depth variants (binomial_*.cc, bruck_allgather.cc): any n, any root.
+Schedule binomialBroadcast(const CollSpec& s);
+Schedule binomialReduce(const CollSpec& s);
+Schedule bruckAllGather(const CollSpec& s);
 Schedule directAlltoAll(const CollSpec& s);
 Schedule directGather(const CollSpec& s);
 Schedule directScatter(const CollSpec& s);

@@ -70,8 +70,10 @@ enum class Algo : uint8_t {
   RecursiveHalvingDoubling,  // Rabenseifner: reduce-scatter by halving, all-gather by doubling; any n
   Direct,                    // one-shot: every rank exchanges its whole buffer with every peer (tiny sizes)
   Hierarchical,              // inside islands, then across islands between equal local indices, then inside
+  Binomial,                  // broadcast / reduce over a binomial tree: ceil(log2 n) hops, any n and root
+  Bruck,                     // all-gather by Bruck's doubling: ceil(log2 n) hops, any n, then a local rotation
 };
-inline constexpr int kNumAlgos = 6;
+inline constexpr int kNumAlgos = 8;
 
 /// Which island each rank belongs to (islands are derived by topology/). Shared, immutable, one per
 /// communicator; null in a CollSpec means a single island.

@@ -13,7 +13,8 @@
 // listens for the way down), which keeps one program per tree and every link used in one
 // direction per phase.
 //
-// Tree 1 runs on channel 1, which links every pair like channel 0 (core/connect.cc).
+// Tree 1 runs on channel 1, which, like channel 0, links every pair at init under
+// NCCL_RUNTIME_CONNECT=0 (core/connect.h; on demand only the tree edges are linked).
 #include <algorithm>
 #include <bit>
 #include <vector>

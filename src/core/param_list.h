@@ -80,7 +80,7 @@ ATOLL_PARAM(IslandSize, "ATOLL_ISLAND_SIZE", Int, "0",
 // Algorithm selection (src/tuning/)
 ATOLL_PARAM(Algo, "NCCL_ALGO", String, "",
             "Restrict algorithms, NCCL syntax: 'ring', '^tree', 'allreduce:tree,ring;broadcast:ring'. Names: ring, "
-            "tree, rhd, direct, hierarchical, rd (recursive doubling).")
+            "tree, rhd, direct, hierarchical, rd (recursive doubling), binomial (broadcast, reduce), bruck (all-gather).")
 ATOLL_PARAM(Proto, "NCCL_PROTO", String, "", "Restrict protocols, NCCL syntax (LL, LL128, Simple; '^' excludes).")
 ATOLL_PARAM(TunerPlugin, "NCCL_TUNER_PLUGIN", String, "",
             "Tuner plugin (NCCL ncclTunerPlugin v3+ ABI): a library path or name (libnccl-tuner-<name>.so).")

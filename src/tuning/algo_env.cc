@@ -27,6 +27,8 @@ constexpr Name kAlgoNames[] = {
     {"rhd", static_cast<int>(algo::Algo::RecursiveHalvingDoubling)},
     {"direct", static_cast<int>(algo::Algo::Direct)},
     {"hierarchical", static_cast<int>(algo::Algo::Hierarchical)},
+    {"binomial", static_cast<int>(algo::Algo::Binomial)},
+    {"bruck", static_cast<int>(algo::Algo::Bruck)},
     {"collnetdirect", kUnavailable},
     {"collnetchain", kUnavailable},
     {"collnet", kUnavailable},
@@ -35,7 +37,7 @@ constexpr Name kAlgoNames[] = {
     {"pat", kUnavailable},
 };
 constexpr const char* kAlgoHelp =
-    "valid names: ring, tree, rd, rhd, direct, hierarchical (NCCL's CollnetDirect, CollnetChain, NVLS, NVLSTree "
+    "valid names: ring, tree, rd, rhd, direct, hierarchical, binomial, bruck (NCCL's CollnetDirect, CollnetChain, NVLS, NVLSTree "
     "and PAT are accepted and ignored)";
 
 constexpr Name kProtoNames[] = {

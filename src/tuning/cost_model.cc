@@ -107,6 +107,30 @@ double ringOther(const SelectInput& in, const Costs& c) {
   }
 }
 
+// Binomial broadcast / reduce: ceil(log2 n) rounds, but a rank sends (or folds) the whole buffer
+// once per child, one child after the other, so the root's link carries it ceil(log2 n) times:
+// log2(n) * (alpha + bytes * beta) with one chunk. Pipelining in k chunks lets the levels overlap
+// but the root stays the bottleneck, sending every chunk to each child in turn, so it only adds
+// k - 1 steps per child: log2(n) * (k * alpha + bytes * beta). (The textbook pipelined figure,
+// (log2 n + k - 1) * (alpha + beta * chunk), needs a rank's sends to different children to run in
+// parallel at full speed each, which one executor thread and one uplink per host do not give.)
+// The chain sends the buffer once, so it wins again above a few hundred KiB.
+double binomialTree(const SelectInput& in, const Costs& c) {
+  const double s = static_cast<double>(in.bytes);
+  const double chunks = in.chunkBytes > 0 ? std::max(1.0, std::ceil(s / static_cast<double>(in.chunkBytes))) : 1.0;
+  return ceilLog2(in.nranks) * (chunks * c.aFlat() + s * c.bFlat());
+}
+
+// Bruck all-gather: ceil(log2 n) rounds moving the ring's (n-1)/n of the output, plus the final
+// rotation, a local copy of the whole output (priced at the intra-island rate, a memory copy).
+// Its rounds talk at distances up to n/2, so across islands every rank crosses at once and a host's
+// ranks share its uplink. One channel; fine for the small sizes it wins at.
+double bruckAllGather(const SelectInput& in, const Costs& c) {
+  const double n = in.nranks, s = static_cast<double>(in.bytes);
+  const double bMove = c.multi ? c.bFlat() * in.interSharers : c.bFlat();
+  return ceilLog2(in.nranks) * c.aFlat() + (n - 1) / n * s * bMove + s * c.bIntra;
+}
+
 // All-gather across islands among equal local indices, then inside each island (reduce-scatter
 // mirrors it). A host carries its extras' blocks across; its crossing ranks share the uplink.
 double hierAllGatherLike(const SelectInput& in, const Costs& c) {
@@ -148,9 +172,19 @@ bool hasHierarchical(algo::Coll c) {
 
 bool applicable(Algo a, const SelectInput& in) {
   if (a == Algo::Ring) return true;
-  if (a == Algo::Hierarchical && in.coll != Coll::AllReduce)
-    return hasHierarchical(in.coll) && in.nranks >= 2 && in.nIslands > 1;
-  if (in.coll != Coll::AllReduce || in.nranks < 2) return false;
+  if (in.nranks < 2) return false;
+  switch (a) {
+    case Algo::Binomial:
+      return in.coll == Coll::Broadcast || in.coll == Coll::Reduce;
+    case Algo::Bruck:
+      return in.coll == Coll::AllGather;
+    case Algo::Hierarchical:
+      if (in.coll != Coll::AllReduce) return hasHierarchical(in.coll) && in.nIslands > 1;
+      break;
+    default:
+      break;
+  }
+  if (in.coll != Coll::AllReduce) return false;
   switch (a) {
     case Algo::RecursiveDoubling:
       return isPow2(in.nranks);
@@ -168,6 +202,8 @@ double estimateUs(Algo a, const SelectInput& in) {
   if (in.nranks < 2) return 0;
   const Costs c = costsOf(in);
   if (in.coll != Coll::AllReduce) {
+    if (a == Algo::Binomial) return binomialTree(in, c);
+    if (a == Algo::Bruck) return bruckAllGather(in, c);
     if (a != Algo::Hierarchical) return ringOther(in, c);
     return in.coll == Coll::Broadcast || in.coll == Coll::Reduce ? hierChainLike(in, c) : hierAllGatherLike(in, c);
   }
@@ -184,6 +220,9 @@ double estimateUs(Algo a, const SelectInput& in) {
       return directAllReduce(in, c);
     case Algo::Hierarchical:
       return hierarchicalAllReduce(in, c);
+    case Algo::Binomial:
+    case Algo::Bruck:
+      break;  // not all-reduce algorithms (applicable() said so already)
   }
   return std::numeric_limits<double>::infinity();
 }

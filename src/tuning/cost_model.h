@@ -57,11 +57,16 @@ struct SelectInput {
   double rhdBwPenalty = 1;
   double rdBwPenalty = 1;
   int maxChannels = 1;
+  // Pipelining granularity of the chunked schedules (ATOLL_CHUNK_BYTES); 0: one chunk. The binomial
+  // tree pays a step per chunk per child, so its price depends on it.
+  size_t chunkBytes = 0;
 };
 
 /// Whether the algorithm can run this shape at all (rd: power-of-two n; hierarchical: >1 island;
-/// direct: small n*bytes). All-reduce has every algorithm; all-gather, reduce-scatter, broadcast
-/// and reduce have ring (or chain) and hierarchical; the other collectives only their one schedule.
+/// direct: small n*bytes). All-reduce has ring, rd, tree, rhd, direct and hierarchical; all-gather,
+/// reduce-scatter, broadcast and reduce have ring (or chain) and hierarchical, broadcast and reduce
+/// also the binomial tree and all-gather Bruck's algorithm; the other collectives only their one
+/// schedule.
 bool applicable(algo::Algo a, const SelectInput& in);
 /// Whether the collective has a hierarchical schedule (src/algorithms/hier_*.cc).
 bool hasHierarchical(algo::Coll c);

@@ -87,6 +87,7 @@ Result<Selector> Selector::create(int nranks, const algo::IslandMap* islands, co
   in.rhdBwPenalty = fabric.model.rhdBwPenalty;
   in.rdBwPenalty = fabric.model.rdBwPenalty;
   in.maxChannels = std::max(1, maxChannels);
+  in.chunkBytes = static_cast<size_t>(params::getInt(params::Id::ChunkBytes));
   s.filter_ = envAlgoFilter();
   (void)envProtoFilter();  // only Simple exists here: read for its warnings
   s.shared_ = std::make_unique<Shared>();

@@ -89,6 +89,17 @@ TEST(AlgoSpec, OurNames) {
                                                  bit(Algo::Direct) | bit(Algo::Hierarchical));
 }
 
+TEST(AlgoSpec, LogDepthNames) {
+  Parsed<AlgoFilter> p = parseAlgoSpec("broadcast:binomial;reduce:Binomial,ring;allgather:bruck");
+  ASSERT_TRUE(p.valid);
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_EQ(mask(p.filter, Coll::Broadcast), bit(Algo::Binomial));
+  EXPECT_EQ(mask(p.filter, Coll::Reduce), bit(Algo::Binomial) | bit(Algo::Ring));
+  EXPECT_EQ(mask(p.filter, Coll::AllGather), bit(Algo::Bruck));
+  // "tree" stays NCCL's all-reduce double binary tree: it does not select the binomial tree.
+  EXPECT_EQ(mask(parseAlgoSpec("broadcast:tree").filter, Coll::Broadcast), bit(Algo::Tree));
+}
+
 TEST(AlgoSpec, NcclOnlyNamesWarnAndAreIgnored) {
   Parsed<AlgoFilter> p = parseAlgoSpec("ring,NVLS,CollnetDirect");
   ASSERT_TRUE(p.valid);
@@ -112,7 +123,7 @@ TEST(AlgoSpec, InvalidWarnsOnceAndIsIgnored) {
 }
 
 TEST(AlgoSpec, ExcludingEverythingKeepsDefaults) {
-  Parsed<AlgoFilter> p = parseAlgoSpec("allreduce:^ring,rd,tree,rhd,direct,hierarchical");
+  Parsed<AlgoFilter> p = parseAlgoSpec("allreduce:^ring,rd,tree,rhd,direct,hierarchical,binomial,bruck");
   EXPECT_TRUE(p.valid);
   EXPECT_EQ(p.warnings.size(), 1u);
   EXPECT_EQ(mask(p.filter, Coll::AllReduce), AlgoFilter::kAll);
@@ -266,12 +277,124 @@ TEST(Selector, OtherCollectivesAcrossIslands) {
     EXPECT_EQ(s.choose(c, kLarge).algo, Algo::Ring);
     EXPECT_NE(s.table(c, kLarge).find("hierarchical  n/a"), std::string::npos) << s.table(c, kLarge);
   }
-  // One island: nothing but the ring applies.
+  // One island: the log-depth algorithms win small, the ring (or chain) large; reduce-scatter has
+  // only the ring.
   Selector one = makeSelector(1, 8);
+  EXPECT_EQ(one.choose(Coll::Broadcast, kSmall).algo, Algo::Binomial) << one.table(Coll::Broadcast, kSmall);
+  EXPECT_EQ(one.choose(Coll::Reduce, kSmall).algo, Algo::Binomial);
+  EXPECT_EQ(one.choose(Coll::AllGather, kSmall).algo, Algo::Bruck) << one.table(Coll::AllGather, kSmall);
+  EXPECT_EQ(one.choose(Coll::ReduceScatter, kSmall).algo, Algo::Ring);
   for (Coll c : {Coll::Broadcast, Coll::Reduce, Coll::AllGather, Coll::ReduceScatter}) {
-    EXPECT_EQ(one.choose(c, kSmall).algo, Algo::Ring);
-    EXPECT_EQ(one.choose(c, kLarge).algo, Algo::Ring);
+    EXPECT_EQ(one.choose(c, kLarge).algo, Algo::Ring) << one.table(c, kLarge);
     EXPECT_GT(one.choose(c, kLarge).estUs, 0);
+  }
+}
+
+// Ranks on one host (no island map): the binomial tree and Bruck for small messages, more so the
+// more ranks; the chain and the ring once the tree's root would send a large buffer log2(n) times.
+TEST(Selector, LogDepthAtManyRanks) {
+  for (int n : {8, 64, 128, 1024}) {
+    Selector s = makeSelector(1, n);
+    for (Coll c : {Coll::Broadcast, Coll::Reduce}) {
+      EXPECT_EQ(s.choose(c, kSmall).algo, Algo::Binomial) << s.table(c, kSmall);
+      EXPECT_EQ(s.choose(c, size_t{16} << 20).algo, Algo::Ring) << s.table(c, size_t{16} << 20);
+      EXPECT_EQ(s.choose(c, kLarge).algo, Algo::Ring) << s.table(c, kLarge);
+    }
+    // All-gather prices the whole output: 8 bytes from every rank.
+    const size_t gathered = kSmall * static_cast<size_t>(n);
+    EXPECT_EQ(s.choose(Coll::AllGather, gathered).algo, Algo::Bruck) << s.table(Coll::AllGather, gathered);
+    EXPECT_EQ(s.choose(Coll::AllGather, size_t{16} << 20).algo, Algo::Ring) << s.table(Coll::AllGather, size_t{16} << 20);
+    EXPECT_EQ(s.choose(Coll::AllGather, kLarge).algo, Algo::Ring);
+    if (n >= 64) {
+      // Where the chain's n-1 hops dominate, the tree still wins at 64 KiB.
+      EXPECT_EQ(s.choose(Coll::Broadcast, size_t{64} << 10).algo, Algo::Binomial) << s.table(Coll::Broadcast, 64 << 10);
+      EXPECT_EQ(s.choose(Coll::AllGather, size_t{64} << 10).algo, Algo::Bruck);
+    }
+  }
+}
+
+TEST(CostModel, LogDepthFormulas) {
+  SelectInput in = makeSelector(1, 64).input();
+  in.coll = Coll::Broadcast;
+  in.bytes = 1000;
+  in.chunkBytes = 0;
+  const double a = in.stepOverheadUs + in.intraLatUs, b = 1.0 / (in.intraBwGBs * 1e3);
+  // Unpipelined binomial: ceil(log2 n) hops of the whole buffer.
+  EXPECT_NEAR(estimateUs(Algo::Binomial, in), 6 * (a + 1000 * b), 1e-9);
+  in.nranks = 65;
+  EXPECT_NEAR(estimateUs(Algo::Binomial, in), 7 * (a + 1000 * b), 1e-9);
+  // Pipelined in 4 chunks: the root sends each chunk to every child in turn.
+  in.nranks = 64;
+  in.chunkBytes = 250;
+  EXPECT_NEAR(estimateUs(Algo::Binomial, in), 6 * (4 * a + 1000 * b), 1e-9);
+  // Bruck: log2(n) latencies, the ring's bytes, and the rotation's local copy.
+  in.coll = Coll::AllGather;
+  in.bytes = 64000;
+  EXPECT_NEAR(estimateUs(Algo::Bruck, in), 6 * a + 63.0 / 64 * 64000 * b + 64000 * b, 1e-9);
+  EXPECT_LT(estimateUs(Algo::Bruck, in), estimateUs(Algo::Ring, in));
+}
+
+TEST(Selector, LogDepthOnlyWhereTheyApply) {
+  Selector s = makeSelector(1, 64);
+  SelectInput in = s.input();
+  for (Coll c : {Coll::AllReduce, Coll::Broadcast, Coll::Reduce, Coll::AllGather, Coll::ReduceScatter, Coll::AlltoAll,
+                 Coll::Gather, Coll::Scatter}) {
+    in.coll = c;
+    EXPECT_EQ(applicable(Algo::Binomial, in), c == Coll::Broadcast || c == Coll::Reduce) << algo::collName(c);
+    EXPECT_EQ(applicable(Algo::Bruck, in), c == Coll::AllGather) << algo::collName(c);
+    // The all-reduce algorithms stay all-reduce only.
+    if (c != Coll::AllReduce) {
+      for (Algo a : {Algo::Tree, Algo::RecursiveDoubling, Algo::RecursiveHalvingDoubling, Algo::Direct})
+        EXPECT_FALSE(applicable(a, in)) << algo::collName(c) << " " << algo::algoName(a);
+    }
+  }
+  in.nranks = 1;
+  for (Coll c : {Coll::Broadcast, Coll::Reduce, Coll::AllGather}) {
+    in.coll = c;
+    EXPECT_FALSE(applicable(Algo::Binomial, in));
+    EXPECT_FALSE(applicable(Algo::Bruck, in));
+  }
+  EXPECT_NE(s.table(Coll::AllReduce, kSmall).find("binomial      n/a"), std::string::npos) << s.table(Coll::AllReduce, kSmall);
+  EXPECT_NE(s.table(Coll::AllReduce, kSmall).find("bruck         n/a"), std::string::npos);
+  EXPECT_NE(s.table(Coll::Broadcast, kSmall).find("bruck         n/a"), std::string::npos);
+  EXPECT_NE(s.table(Coll::AllGather, kSmall).find("binomial      n/a"), std::string::npos);
+  for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AlltoAll, Coll::Gather, Coll::Scatter})
+    for (size_t bytes : {kSmall, kLarge}) {
+      const Algo got = s.choose(c, bytes).algo;
+      EXPECT_NE(got, Algo::Binomial) << algo::collName(c);
+      EXPECT_NE(got, Algo::Bruck) << algo::collName(c);
+    }
+}
+
+TEST(Selector, LogDepthFollowNcclAlgo) {
+  {
+    ScopedEnv e("NCCL_ALGO", "broadcast:ring;allgather:ring");
+    Selector s = makeSelector(1, 64);
+    EXPECT_EQ(s.choose(Coll::Broadcast, kSmall).algo, Algo::Ring);
+    EXPECT_EQ(s.choose(Coll::AllGather, kSmall).algo, Algo::Ring);
+    EXPECT_EQ(s.choose(Coll::Reduce, kSmall).algo, Algo::Binomial);  // not listed: the model decides
+  }
+  {
+    ScopedEnv e("NCCL_ALGO", "broadcast:binomial;reduce:binomial;allgather:bruck");
+    Selector s = makeSelector(1, 8);
+    EXPECT_EQ(s.choose(Coll::Broadcast, kLarge).algo, Algo::Binomial);
+    EXPECT_EQ(s.choose(Coll::Reduce, kLarge).algo, Algo::Binomial);
+    EXPECT_EQ(s.choose(Coll::AllGather, kLarge).algo, Algo::Bruck);
+  }
+  {
+    ScopedEnv e("NCCL_ALGO", "^binomial,bruck");
+    Selector s = makeSelector(1, 64);
+    EXPECT_EQ(s.choose(Coll::Broadcast, kSmall).algo, Algo::Ring);
+    EXPECT_EQ(s.choose(Coll::AllGather, kSmall).algo, Algo::Ring);
+    EXPECT_NE(s.table(Coll::Broadcast, kSmall).find("excluded by NCCL_ALGO"), std::string::npos);
+  }
+  {
+    // Named for every collective: where it does not apply the ring runs, with the fallback noted.
+    ScopedEnv e("NCCL_ALGO", "binomial");
+    Selector s = makeSelector(1, 8);
+    EXPECT_EQ(s.choose(Coll::Broadcast, kLarge).algo, Algo::Binomial);
+    EXPECT_EQ(s.choose(Coll::AllGather, kSmall).algo, Algo::Ring);
+    EXPECT_NE(s.table(Coll::AllGather, kSmall).find("fallback"), std::string::npos);
   }
 }
 

@@ -1,0 +1,3 @@
+add_executable(test_schedules_logdepth ${CMAKE_CURRENT_LIST_DIR}/test_schedules_logdepth.cc)
+target_link_libraries(test_schedules_logdepth PRIVATE atoll_static GTest::gtest_main)
+gtest_discover_tests(test_schedules_logdepth DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 300)
