@@ -65,6 +65,9 @@ class Bootstrap {
   /// flag is set: the last words of a failing communicator (core/fault_notice.h) must neither wait
   /// long on a dead peer nor be cut off by the abort they are part of.
   virtual Status sendWithin(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline) = 0;
+  /// send() under `deadline`, stopped by the abort flag, and without retrying a refused connect (a
+  /// rank's listener lives as long as its communicator, so a refusal means it is gone).
+  virtual Status sendUntil(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline) = 0;
   /// A message from (peer, tag) of any length if one is queued or arrives within `waitMs`; peer
   /// -1 takes one from any rank. `from` (if given) receives the sender's rank.
   virtual std::optional<std::vector<std::byte>> tryRecv(int peer, uint32_t tag, int64_t waitMs,

@@ -94,6 +94,12 @@ Status BootstrapImpl::sendWithin(int peer, uint32_t tag, std::span<const std::by
   return sendTo(peer, tag, data, deadline, nullptr, net::ConnectRetry::Never);
 }
 
+Status BootstrapImpl::sendUntil(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline) {
+  if (tag >= kReservedTagBase)
+    return ATOLL_ERROR(ncclInvalidArgument, "bootstrap send: tag 0x%x is reserved", tag);
+  return sendTo(peer, tag, data, deadline, abort_, net::ConnectRetry::Never);
+}
+
 std::optional<std::vector<std::byte>> BootstrapImpl::tryRecv(int peer, uint32_t tag, int64_t waitMs, int* from) {
   const auto until = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(waitMs, 0));
   std::unique_lock<std::mutex> lock(mu_);

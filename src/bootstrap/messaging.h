@@ -42,6 +42,7 @@ class BootstrapImpl final : public Bootstrap {
   Status allGather(std::span<std::byte> data, size_t perRank) override;
   Status barrier() override;
   Status sendWithin(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline) override;
+  Status sendUntil(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline) override;
   std::optional<std::vector<std::byte>> tryRecv(int peer, uint32_t tag, int64_t waitMs, int* from = nullptr) override;
   uint64_t messagesSent() const override { return sent_.load(std::memory_order_relaxed); }
 

@@ -1,29 +1,38 @@
-// ATOLL_CHECK=1: before a batch's collectives run, every rank sends every peer a fixed-size
-// fingerprint of what it is about to launch (call sequence number, collectives, counts, types,
-// operators, roots) and receives theirs, over the same connections the data will use. All ranks
-// see all fingerprints, so a mismatch (a different count or type, a different collective, a rank a
-// call behind) becomes ncclInvalidUsage on every rank, with the same message, before any data
-// moves: nothing is corrupted, nothing hangs, and the communicator stays usable. Point-to-point
-// batches exchange a fingerprint per peer pair: the bytes each side sends must be what the other
-// receives. A point-to-point launch against a collective one cannot be seen by every rank, so it
-// also breaks the communicator: the ranks that see it break their links, and the others' wait for
-// a print ends with an error naming it (core/fault_notice.h), not at ATOLL_TIMEOUT_MS.
+// ATOLL_CHECK=1: before a batch's data moves, the ranks compare fingerprints of what they are about
+// to launch (call sequence number, collectives, counts, types, operators, roots), so a mismatch (a
+// different count or type, a different collective, a rank a call behind) becomes ncclInvalidUsage
+// on every rank, with the same message, before any data moves: nothing is corrupted, nothing hangs,
+// and the communicator stays usable.
+//
+// Why a tree over the bootstrap, not every pair over the data links: a collective's fingerprints
+// are reduced up a binomial tree rooted at rank 0 and the verdict comes back down, so a launch costs
+// a rank at most ceil(log2 n) + 1 messages and 2 ceil(log2 n) hops, not n, and needs no data links
+// (which are made on demand, core/connect.h, only once the check has passed). Each node sends up
+// its subtree's lowest rank whose print differs from the subtree root's (a binomial subtree's root
+// is its lowest rank), so rank 0 learns the lowest rank that differs from it, and every rank
+// reports that same pair.
+//
+// Point-to-point batches exchange a fingerprint per peer pair: the bytes each side sends must be
+// what the other receives. A point-to-point launch against a collective one cannot be seen by every
+// rank. It is seen by the pair: a rank in a collective check that finds a point-to-point print from
+// q answers q with where it is; q, still before that same collective launch, knows the two can
+// never match (the peer passed the point where it would have had to take part). q then poisons the
+// check: the poison floods along tree edges and point-to-point pairs, every rank fails at once
+// with the same cause, and the communicator is broken (its links too, core/group.cc).
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
 
 #include "core/group.h"
 #include "core/status.h"
-#include "engine/plan.h"
 
 struct ncclComm;
 
 namespace atl {
 
-/// On the wire: explicit version and size, so a peer built differently is an error, not garbage.
+/// A fingerprint on the wire: explicit version and size, so a peer built differently is an error.
 struct CallPrint {
   uint32_t magic = 0;
   uint16_t version = 0;
@@ -42,26 +51,16 @@ struct CallPrint {
 };
 static_assert(sizeof(CallPrint) == 64);
 
-/// One check of one communicator: its buffers and the exchange plan, alive until compared.
-struct CallCheck {
-  ncclComm* comm = nullptr;
-  std::vector<CallPrint> out;  // collectives: one per rank (the same print); p2p: one per peer
-  std::vector<CallPrint> in;
-  std::vector<int> peers;      // the rank of out[i] / in[i] (collectives: every rank, in order)
-  bool collective = false;     // a collective print (else point-to-point)
-  // Set by compareCallPrints when a peer launched point-to-point work against a collective (or
-  // the reverse): ranks that never exchange with this one still wait for its collective print, so
-  // the communicator cannot stay usable; its links are broken to end their wait (core/group.cc).
-  bool desync = false;
-  std::unique_ptr<engine::Plan> plan;
+/// What the check found for one communicator of the batch.
+struct CheckOutcome {
+  Status result;
+  bool desync = false;    // launches out of step (point-to-point against a collective): break it
+  int failedPeer = -1;    // the rank waited on when the check failed on a timeout or a dead peer
+  bool timedOut = false;
 };
 
-/// The exchange for `comm`'s part of a batch; `colls` in call order, `p2p` the batch's sends and
-/// receives. Null plan when there is nothing to check. Advances the communicator's sequence.
-Result<std::unique_ptr<CallCheck>> prepareCallCheck(ncclComm* comm, std::span<const OpDesc* const> colls,
-                                                    std::span<const OpDesc* const> p2p);
-
-/// After the exchange ran: ncclInvalidUsage naming the first difference, else Ok.
-Status compareCallPrints(CallCheck& check);
+/// Checks every communicator of a batch (`ops` holds all of them), progressing all at once so one
+/// thread may drive several ranks. Waits at most `timeoutMs` (0: no limit) for a peer.
+std::vector<CheckOutcome> checkBatch(std::span<ncclComm* const> comms, std::span<const OpDesc> ops, int64_t timeoutMs);
 
 }  // namespace atl

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "bootstrap/bootstrap.h"
+#include "core/call_check_inbox.h"
 #include "core/comm_topology.h"
 #include "core/plan_cache.h"
 #include "core/redop.h"
@@ -46,6 +47,7 @@ struct ncclComm {
   std::atomic<atl::RevokeState> revoke{atl::RevokeState::Live};
   uint32_t splitSeq = 0;
   uint64_t checkSeq = 0;    // collective launches fingerprinted under ATOLL_CHECK (core/call_check.h)
+  atl::CheckInbox checkInbox;  // ATOLL_CHECK messages ahead of their launch
   std::thread initThread;  // non-blocking init (config.blocking = 0) runs here
 
   std::unique_ptr<atl::bootstrap::Bootstrap> bootstrap;

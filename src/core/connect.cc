@@ -44,7 +44,7 @@ std::vector<engine::LinkKey> everyLink(const ncclComm* comm) {
 
 }  // namespace
 
-bool eagerLinks() { return !params::getBool(params::Id::RuntimeConnect) || params::getBool(params::Id::Check); }
+bool eagerLinks() { return !params::getBool(params::Id::RuntimeConnect); }
 
 std::vector<engine::LinkKey> scheduleLinks(const algo::Schedule& schedule) {
   std::vector<engine::LinkKey> keys;

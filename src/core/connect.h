@@ -18,8 +18,8 @@
 
 namespace atl {
 
-/// Links made during init: none on demand; with NCCL_RUNTIME_CONNECT=0 or ATOLL_CHECK=1 (whose
-/// fingerprints go to every peer) every peer on channels 0 and 1 and ring neighbours on the others.
+/// Links made during init: none on demand; with NCCL_RUNTIME_CONNECT=0 every peer on channels 0
+/// and 1 and ring neighbours on the others.
 /// Ends with a bootstrap barrier either way.
 Status connectAtInit(ncclComm* comm);
 /// The links `schedule` uses, sorted and unique.

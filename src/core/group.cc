@@ -48,30 +48,18 @@ struct BatchStorage {
 };
 thread_local BatchStorage tBatch;
 
-/// ATOLL_CHECK: exchange and compare the batch's fingerprints before any of its data moves. A
-/// failed exchange (dead peer, timeout) or a mismatch lands in the communicator's queue result,
+/// ATOLL_CHECK: compare the batch's fingerprints before any of its data moves (core/call_check.h).
+/// A failed check (dead peer, timeout) or a mismatch lands in the communicator's queue result,
 /// where runOps treats it like the failure of a real plan.
 Status checkCalls(std::span<ncclComm* const> comms, std::span<const OpDesc> ops, std::span<engine::CommQueue> queues,
                   const engine::ExecOptions& opts) {
-  std::vector<std::unique_ptr<CallCheck>> checks;
-  std::vector<engine::CommQueue> exchange(comms.size());
+  std::vector<CheckOutcome> outcomes = checkBatch(comms, ops, opts.timeoutMs);
+  Status result;
   for (size_t i = 0; i < comms.size(); ++i) {
-    std::vector<const OpDesc*> colls, p2p;
-    for (const OpDesc& op : ops)
-      if (op.comm == comms[i]) (op.coll == algo::Coll::SendRecv ? p2p : colls).push_back(&op);
-    ATOLL_ASSIGN_OR_RETURN(auto check, prepareCallCheck(comms[i], colls, p2p));
-    exchange[i].rank = queues[i].rank;
-    exchange[i].conns = queues[i].conns;
-    exchange[i].abort = queues[i].abort;
-    if (check->plan) exchange[i].plans.push_back(check->plan.get());
-    checks.push_back(std::move(check));
-  }
-  Status result = engine::execute(exchange, opts);
-  for (size_t i = 0; i < comms.size(); ++i) {
-    queues[i].result = exchange[i].result.ok() ? compareCallPrints(*checks[i]) : exchange[i].result;
-    queues[i].failedPeer = exchange[i].failedPeer;
-    queues[i].timedOut = exchange[i].timedOut;
-    if (checks[i]->desync) fault::breakOff(comms[i], queues[i].result);
+    queues[i].result = outcomes[i].result;
+    queues[i].failedPeer = outcomes[i].failedPeer;
+    queues[i].timedOut = outcomes[i].timedOut;
+    if (outcomes[i].desync) fault::breakOff(comms[i], queues[i].result);
     if (!queues[i].result.ok() && result.ok()) result = queues[i].result;
   }
   return result;

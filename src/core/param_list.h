@@ -43,7 +43,7 @@ ATOLL_PARAM(RuntimeConnect, "NCCL_RUNTIME_CONNECT", Bool, "1",
             "1: a rank connects to a peer on a channel when a call first needs that link (ring neighbours, "
             "tree parent and children, island leaders, point-to-point peers), so links, memory and fds grow "
             "with the peers used, not with the rank count. 0: connect every peer on channels 0 and 1 and the "
-            "ring neighbours on the others during init (ATOLL_CHECK=1 also does, see there).")
+            "ring neighbours on the others during init.")
 ATOLL_PARAM(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "Minimum number of channels (parallel rings).")
 ATOLL_PARAM(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "2", "Maximum number of channels (parallel rings).")
 ATOLL_PARAM(ChunkBytes, "ATOLL_CHUNK_BYTES", Size, "131072",
@@ -57,8 +57,9 @@ ATOLL_PARAM(TimeoutMs, "ATOLL_TIMEOUT_MS", Int, "300000",
             "A collective that makes no progress for this long fails with ncclSystemError (0 = wait forever). "
             "The survivors then spend up to this long again (clamped to 0.3-5 s) finding which rank went silent.")
 ATOLL_PARAM(Check, "ATOLL_CHECK", Bool, "0",
-            "Before every launch, exchange a fingerprint of the call (sequence, collective, count, type, op, root; "
-            "bytes per peer for send/recv) with the peers, so mismatched calls fail with ncclInvalidUsage on every "
+            "Before every launch, compare a fingerprint of the call (sequence, collective, count, type, op, root) "
+            "over a binomial tree of bootstrap messages (2 ceil(log2 n) hops), or for send/recv the bytes each pair "
+            "moves, so mismatched calls fail with ncclInvalidUsage on every "
             "rank instead of corrupting data or hanging (send/recv against a collective also breaks the communicator). "
             "Must be set alike on all ranks (checked at init).")
 ATOLL_PARAM(SpinCount, "ATOLL_SPIN_COUNT", Int, "200",
