@@ -90,7 +90,10 @@ class Transport {
  public:
   virtual ~Transport() = default;
   virtual const char* name() const = 0;
-  virtual Status attach(const Context& ctx) = 0;
+  /// Shared, not copied: the peer table is O(n) bytes, and the communicator and each of its
+  /// transports would otherwise hold a copy each.
+  virtual Status attach(std::shared_ptr<const Context> ctx) = 0;
+  Status attach(const Context& ctx) { return attach(std::make_shared<const Context>(ctx)); }
   virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
   /// Creates this side's resources for (peer, channel); called before connect()/finish().
   virtual Result<std::unique_ptr<Connector>> prepare(int peer, int channel) = 0;

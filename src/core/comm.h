@@ -27,7 +27,8 @@ enum class RevokeState : int { Live, Revoking, Revoked };
 struct CommLinks {
   std::unique_ptr<transport::Transport> shm;
   std::unique_ptr<transport::Transport> socket;
-  transport::Context context;
+  std::shared_ptr<transport::Context> contextPtr = std::make_shared<transport::Context>();
+  transport::Context& context = *contextPtr;  // shared with the transports (transport.h: attach)
   engine::ConnTable table;
   int nchannels = 1;
 };

@@ -117,8 +117,8 @@ Status initComm(ncclComm* comm, int nranks, std::span<const ncclUniqueId> ids, i
     setupMs = callMs;
   ctx.timeoutMs = static_cast<int>(std::clamp<int64_t>(setupMs, 0, 1 << 30));
   ctx.abort = &comm->abortFlag;
-  ATOLL_CHECK(comm->links.shm->attach(ctx));
-  ATOLL_CHECK(comm->links.socket->attach(ctx));
+  ATOLL_CHECK(comm->links.shm->attach(comm->links.contextPtr));
+  ATOLL_CHECK(comm->links.socket->attach(comm->links.contextPtr));
   comm->links.nchannels = channelCount();
   ATOLL_CHECK(connectAtInit(comm));
   ATOLL_CHECK(buildCommTopology(comm, where));

@@ -149,10 +149,11 @@ std::string ShmConnection::describe() const {
   return buf;
 }
 
-Status ShmTransport::attach(const Context& ctx) {
-  if (ctx.nranks <= 0 || ctx.rank < 0 || ctx.rank >= ctx.nranks)
-    return ATOLL_ERROR(ncclInvalidArgument, "shm: bad context (rank %d of %d)", ctx.rank, ctx.nranks);
-  ctx_ = ctx;
+Status ShmTransport::attach(std::shared_ptr<const Context> ctx) {
+  if (ctx == nullptr || ctx->nranks <= 0 || ctx->rank < 0 || ctx->rank >= ctx->nranks)
+    return ATOLL_ERROR(ncclInvalidArgument, "shm: bad context (rank %d of %d)", ctx ? ctx->rank : -1,
+                       ctx ? ctx->nranks : 0);
+  ctx_ = std::move(ctx);
   attached_ = true;
   return Status::Ok();
 }
@@ -163,11 +164,12 @@ bool ShmTransport::canConnect(const PeerInfo& self, const PeerInfo& peer) const 
 
 Result<std::unique_ptr<Connector>> ShmTransport::prepare(int peer, int channel) {
   if (!attached_) return ATOLL_ERROR(ncclInternalError, "shm: prepare() before attach()");
-  if (peer < 0 || peer >= ctx_.nranks || peer == ctx_.rank || channel < 0)
+  const Context& ctx = *ctx_;
+  if (peer < 0 || peer >= ctx.nranks || peer == ctx.rank || channel < 0)
     return ATOLL_ERROR(ncclInvalidArgument, "shm: bad peer %d / channel %d for rank %d of %d", peer, channel,
-                       ctx_.rank, ctx_.nranks);
-  ATOLL_ASSIGN_OR_RETURN(Ring recv, Ring::create(ringName(ctx_.commHash, peer, ctx_.rank, channel), ctx_.bufferBytes));
-  return std::unique_ptr<Connector>(std::make_unique<ShmConnector>(ctx_, peer, channel, std::move(recv)));
+                       ctx.rank, ctx.nranks);
+  ATOLL_ASSIGN_OR_RETURN(Ring recv, Ring::create(ringName(ctx.commHash, peer, ctx.rank, channel), ctx.bufferBytes));
+  return std::unique_ptr<Connector>(std::make_unique<ShmConnector>(ctx, peer, channel, std::move(recv)));
 }
 
 }  // namespace atl::transport::shm

@@ -52,12 +52,13 @@ class ShmConnection final : public Connection {
 class ShmTransport final : public Transport {
  public:
   const char* name() const override { return "SHM"; }
-  Status attach(const Context& ctx) override;
+  using Transport::attach;
+  Status attach(std::shared_ptr<const Context> ctx) override;
   bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override;
   Result<std::unique_ptr<Connector>> prepare(int peer, int channel) override;
 
  private:
-  Context ctx_;
+  std::shared_ptr<const Context> ctx_;
   bool attached_ = false;
 };
 

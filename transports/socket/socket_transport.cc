@@ -212,11 +212,12 @@ const char* AcceptPool::validate(const Context& ctx, const Hello& h) const {
   return checkHello(h, ctx.commHash, ctx.rank, ctx.secret, challenge_);
 }
 
-Status SocketTransport::attach(const Context& ctx) {
-  if (ctx.nranks <= 0 || ctx.rank < 0 || ctx.rank >= ctx.nranks || static_cast<int>(ctx.peers.size()) != ctx.nranks)
-    return ATOLL_ERROR(ncclInvalidArgument, "socket: bad context (rank %d of %d, %zu peers)", ctx.rank, ctx.nranks,
-                       ctx.peers.size());
-  ctx_ = std::make_shared<const Context>(ctx);
+Status SocketTransport::attach(std::shared_ptr<const Context> ctx) {
+  if (ctx == nullptr || ctx->nranks <= 0 || ctx->rank < 0 || ctx->rank >= ctx->nranks ||
+      static_cast<int>(ctx->peers.size()) != ctx->nranks)
+    return ATOLL_ERROR(ncclInvalidArgument, "socket: bad context (rank %d of %d, %zu peers)", ctx ? ctx->rank : -1,
+                       ctx ? ctx->nranks : 0, ctx ? ctx->peers.size() : 0);
+  ctx_ = std::move(ctx);
   return Status::Ok();
 }
 

@@ -112,7 +112,8 @@ class SocketTransport final : public Transport {
  public:
   explicit SocketTransport(std::shared_ptr<AcceptPool> pool) : pool_(std::move(pool)) {}
   const char* name() const override { return "Socket"; }
-  Status attach(const Context& ctx) override;
+  using Transport::attach;
+  Status attach(std::shared_ptr<const Context> ctx) override;
   bool canConnect(const PeerInfo&, const PeerInfo&) const override { return true; }
   Result<std::unique_ptr<Connector>> prepare(int peer, int channel) override;
 
