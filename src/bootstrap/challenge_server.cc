@@ -3,9 +3,11 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "common/fd_limit.h"
 #include "core/debug.h"
 
 namespace atl::bootstrap {
@@ -37,7 +39,15 @@ void ChallengeServer::acceptNew() {
                      SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
-      return;  // EAGAIN: drained; other errors (EMFILE) retried on the next round
+      if (errno == EMFILE || errno == ENFILE) {
+        // The connection stays queued and the listener readable: pause accepting rather than spin,
+        // and say once why clients are waiting.
+        if (!warnedFds_) ATOLL_WARN("%s: cannot accept: %s%s", name_.c_str(), strerror(errno), net::fdHint(errno).c_str());
+        warnedFds_ = true;
+        paused_ = true;
+        resume_ = Deadline::afterMs(20);
+      }
+      return;  // EAGAIN: drained
     }
     Conn c;
     c.fd = net::Fd(fd);
@@ -103,9 +113,11 @@ void ChallengeServer::pump(int timeoutMs) {
   std::vector<pollfd> fds;
   fds.reserve(conns_.size() + 1);
   // A full table leaves the listener out of the poll set: its backlog waits, and the poll does not spin.
-  fds.push_back({listen_.get(), static_cast<short>(conns_.size() < kMaxInProgress ? POLLIN : 0), 0});
+  if (paused_ && resume_.expired()) paused_ = false;
+  const bool accepting = conns_.size() < kMaxInProgress && !paused_;
+  fds.push_back({listen_.get(), static_cast<short>(accepting ? POLLIN : 0), 0});
   for (const auto& c : conns_) fds.push_back({c.fd.get(), POLLIN, 0});
-  int rc = poll(fds.data(), fds.size(), timeoutMs);
+  int rc = poll(fds.data(), fds.size(), paused_ ? std::min(timeoutMs, resume_.remainingMs(20)) : timeoutMs);
   if (rc < 0 && errno != EINTR) {
     ATOLL_WARN("%s: poll failed: %s", name_.c_str(), strerror(errno));
     return;

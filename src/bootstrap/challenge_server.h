@@ -53,6 +53,9 @@ class ChallengeServer {
   OnComplete done_;
   int bodyTimeoutMs_;
   std::vector<Conn> conns_;
+  bool paused_ = false;  // out of descriptors: accept again once resume_ expired
+  Deadline resume_;
+  bool warnedFds_ = false;
 };
 
 }  // namespace atl::bootstrap

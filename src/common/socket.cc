@@ -240,7 +240,8 @@ Result<SockAddr> parseHostPort(const std::string& text) {
 
 Result<SockAddr> findInterfaceAddress(const std::string& spec, std::string* ifname) {
   ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return ATOLL_ERROR(ncclSystemError, "getifaddrs failed: %s", strerror(errno));
+  if (getifaddrs(&list) != 0)
+    return ATOLL_ERROR(ncclSystemError, "getifaddrs failed: %s%s", strerror(errno), fdHint(errno).c_str());
   std::vector<Candidate> cands;
   std::string seen;
   for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
