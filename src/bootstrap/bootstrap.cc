@@ -13,6 +13,7 @@
 #include "bootstrap/root.h"
 #include "bootstrap/unique_id.h"
 #include "bootstrap/wire.h"
+#include "common/fd_limit.h"
 #include "core/debug.h"
 #include "core/params.h"
 
@@ -61,7 +62,9 @@ Result<std::vector<wire::AddrEntry>> ask(const Root& root, wire::JoinKind kind, 
   Deadline deadline = Deadline::afterMs(timeoutMs);
   ATOLL_ASSIGN_OR_RETURN(net::Fd fd, net::connectTo(root.addr, deadline, abort));
   wire::Nonce nonce;
-  ATOLL_CHECK(net::recvAll(fd.get(), nonce.data(), nonce.size(), deadline, abort));
+  if (Status s = net::recvAll(fd.get(), nonce.data(), nonce.size(), deadline, abort); !s.ok())
+    return ATOLL_ERROR(s.code(), "bootstrap: rank %d of %d: root %d (%s) did not answer: %s%s", rank, nranks, root.index,
+                       root.addr.toString().c_str(), lastErrorMessage().c_str(), net::fdPressureHint().c_str());
   wire::JoinHeader h{};
   h.magic = wire::kJoinMagic;
   h.version = wire::kVersion;

@@ -1,5 +1,6 @@
 #include "common/fd_limit.h"
 
+#include <dirent.h>
 #include <sys/resource.h>
 
 #include <cerrno>
@@ -34,6 +35,18 @@ FdLimit raiseFdLimit() {
                  static_cast<unsigned long long>(rl.rlim_max));
   });
   return current();
+}
+
+std::string fdPressureHint() {
+  const FdLimit l = current();
+  int open = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++open;
+    closedir(d);
+    open -= 3;
+  }
+  if (l.soft == 0 || static_cast<uint64_t>(open) + 4 < l.soft) return "";
+  return fdHint(EMFILE);
 }
 
 std::string fdHint(int err) {

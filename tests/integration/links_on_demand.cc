@@ -22,17 +22,11 @@
 
 #include "core/comm.h"
 #include "nccl.h"
+#include "tests/common/open_fds.h"
 
 namespace {
 
-int openFds() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (readdir(d) != nullptr) ++n;
-    closedir(d);
-  }
-  return n - 3;
-}
+using atl::test::openFds;
 
 int fail(const char* what, int rank) {
   std::fprintf(stderr, "FAIL: rank %d: %s (%s)\n", rank, what, ncclGetLastError(nullptr));

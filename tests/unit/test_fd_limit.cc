@@ -11,17 +11,11 @@
 #include <string>
 
 #include "nccl.h"
+#include "tests/common/open_fds.h"
 
 namespace {
 
-int openFds() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (readdir(d) != nullptr) ++n;
-    closedir(d);
-  }
-  return n - 2;  // "." and ".." (the directory's own descriptor is counted: it is open now)
-}
+using atl::test::openFds;
 
 /// Runs `body` in a child; its exit code.
 template <class F>

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "algorithms/verify.h"
+#include "tests/unit/verify_specs.h"
 
 namespace atl::algo {
 namespace {
@@ -13,23 +14,10 @@ const Coll kColls[] = {Coll::AllReduce, Coll::Broadcast, Coll::Reduce,  Coll::Al
                        Coll::ReduceScatter, Coll::AlltoAll, Coll::Gather, Coll::Scatter};
 
 CollSpec spec(Coll c, int n, size_t count, int root, int nch, size_t chunk, bool inPlace) {
-  CollSpec s;
-  s.coll = c;
-  s.nranks = n;
-  s.count = count;
-  s.root = root;
-  s.nchannels = nch;
-  s.chunkElems = chunk;
-  s.inPlace = inPlace;
-  return s;
+  return test::makeSpec(c, Algo::Ring, n, count, root, nch, chunk, inPlace);
 }
 
-void expectVerified(const CollSpec& s) {
-  VerifyResult r = verifySchedule(s);
-  EXPECT_TRUE(r.ok) << collName(s.coll) << " n=" << s.nranks << " count=" << s.count << " root=" << s.root
-                    << " nch=" << s.nchannels << " chunk=" << s.chunkElems << " inPlace=" << s.inPlace << ": "
-                    << r.error;
-}
+using test::expectVerified;
 
 class SmallShapes : public ::testing::TestWithParam<std::tuple<Coll, int>> {};
 

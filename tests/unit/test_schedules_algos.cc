@@ -10,6 +10,7 @@
 
 #include "algorithms/verify.h"
 #include "tests/unit/island_maps.h"
+#include "tests/unit/verify_specs.h"
 
 namespace atl::algo {
 namespace {
@@ -22,24 +23,10 @@ using test::strided;
 const size_t kCounts[] = {0, 1, 2, 3, 7, 64, 257};
 
 CollSpec spec(Algo a, int n, size_t count, int nch, size_t chunk, bool inPlace) {
-  CollSpec s;
-  s.coll = Coll::AllReduce;
-  s.algo = a;
-  s.nranks = n;
-  s.count = count;
-  s.nchannels = nch;
-  s.chunkElems = chunk;
-  s.inPlace = inPlace;
-  return s;
+  return test::makeSpec(Coll::AllReduce, a, n, count, 0, nch, chunk, inPlace);
 }
 
-
-void expectVerified(const CollSpec& s) {
-  VerifyResult r = verifySchedule(s);
-  EXPECT_TRUE(r.ok) << algoName(s.algo) << " n=" << s.nranks << " count=" << s.count << " nch=" << s.nchannels
-                    << " chunk=" << s.chunkElems << " inPlace=" << s.inPlace
-                    << " islands=" << (s.islands ? s.islands->members.size() : 0) << ": " << r.error;
-}
+using test::expectVerified;
 
 void sweep(CollSpec base) {
   for (size_t count : kCounts)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "algorithms/verify.h"
+#include "tests/unit/verify_specs.h"
 
 namespace atl::algo {
 namespace {
@@ -25,24 +26,10 @@ const Kind kKinds[] = {{Coll::Broadcast, Algo::Binomial}, {Coll::Reduce, Algo::B
 bool rooted(Coll c) { return c == Coll::Broadcast || c == Coll::Reduce; }
 
 CollSpec spec(Kind k, int n, size_t count, int root, size_t chunk, bool inPlace, int nch = 1) {
-  CollSpec s;
-  s.coll = k.coll;
-  s.algo = k.algo;
-  s.nranks = n;
-  s.count = count;
-  s.root = root;
-  s.nchannels = nch;
-  s.chunkElems = chunk;
-  s.inPlace = inPlace;
-  return s;
+  return test::makeSpec(k.coll, k.algo, n, count, root, nch, chunk, inPlace);
 }
 
-void expectVerified(const CollSpec& s) {
-  VerifyResult r = verifySchedule(s);
-  EXPECT_TRUE(r.ok) << collName(s.coll) << "/" << algoName(s.algo) << " n=" << s.nranks << " count=" << s.count
-                    << " root=" << s.root << " nch=" << s.nchannels << " chunk=" << s.chunkElems
-                    << " inPlace=" << s.inPlace << ": " << r.error;
-}
+using test::expectVerified;
 
 int ceilLog2(int n) {
   int l = 0;
