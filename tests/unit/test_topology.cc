@@ -417,6 +417,31 @@ TEST(TopologyIslands, FromParams) {
   EXPECT_NE(d.hostName[0], '\0');
 }
 
+TEST(TopologyFabric, IndexedLookupMatchesTheScan) {
+  // The index (built by parseFabric) must answer exactly as the file-order scan does, including
+  // short names and hosts added after indexing (which fall back to the scan).
+  std::string text = "level island bw=25\n";
+  for (int l = 0; l < 64; ++l) {
+    text += "leaf l" + std::to_string(l) + " island=p" + std::to_string(l / 8) + " hosts=";
+    for (int h = 0; h < 16; ++h) text += (h ? "," : "") + std::string("n") + std::to_string(l * 16 + h) + ".dc" + std::to_string(h % 2);
+    text += "\n";
+  }
+  auto f = topo::parseFabric(text);
+  ASSERT_TRUE(f.ok()) << f.status().code();
+  topo::Fabric scan = *f;
+  scan.hosts.push_back(topo::FabricHost{"zz", "lz", "pz", "pz"});  // unindexed now: findHost scans
+  for (const std::string q : {"n0.dc0", "n17.dc1", "n17", "n17.elsewhere", "n1023.dc1", "n1024", "dc0", ""}) {
+    const topo::FabricHost* a = f->findHost(q);
+    const topo::FabricHost* b = scan.findHost(q);
+    ASSERT_EQ(a == nullptr, b == nullptr) << q;
+    if (a) {
+      EXPECT_EQ(a->host, b->host) << q;
+    }
+  }
+  EXPECT_EQ(f->findHost("n17")->host, "n17.dc1");
+  EXPECT_EQ(f->findHost("n1024"), nullptr);
+}
+
 TEST(TopologyFabric, ParsesAndFormats) {
   auto f = topo::parseFabric(kFabric);
   ASSERT_TRUE(f.ok());
