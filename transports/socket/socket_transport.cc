@@ -38,7 +38,14 @@ class SocketConnector final : public Connector {
     if (!addr.valid())
       return ATOLL_ERROR(ncclInternalError, "socket: rank %d: rank %d published no address", ctx_->rank, peer_);
     Deadline deadline = Deadline::afterMs(ctx_->timeoutMs);
-    ATOLL_ASSIGN_OR_RETURN(fd_, net::connectTo(addr, deadline, ctx_->abort));
+    // The peer's listener exists from before the rendezvous until its communicator ends, so a
+    // refusal means the peer is gone: fail now, not at the deadline (links are made during calls).
+    auto fd = net::connectTo(addr, deadline, ctx_->abort, net::ConnectRetry::Never);
+    if (!fd.ok())
+      return ATOLL_ERROR(ncclRemoteError, "socket: rank %d: cannot reach rank %d (host %.*s at %s): %s", ctx_->rank,
+                         peer_, static_cast<int>(strnlen(ctx_->peers[peer_].hostname, sizeof ctx_->peers[peer_].hostname)),
+                         ctx_->peers[peer_].hostname, addr.toString().c_str(), lastErrorMessage().c_str());
+    fd_ = std::move(*fd);
     hello_ = Hello{};
     hello_.magic = kHelloMagic;
     hello_.version = kHelloVersion;
