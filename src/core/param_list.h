@@ -61,7 +61,8 @@ ATOLL_PARAM(Check, "ATOLL_CHECK", Bool, "0",
             "over a binomial tree of bootstrap messages (2 ceil(log2 n) hops), or for send/recv the bytes each pair "
             "moves, so mismatched calls fail with ncclInvalidUsage on every "
             "rank instead of corrupting data or hanging (send/recv against a collective also breaks the communicator). "
-            "Must be set alike on all ranks (checked at init).")
+            "Must be set alike on all ranks (checked at init). Costs latency: about 2 ceil(log2 n) bootstrap messages "
+            "(~0.2 ms each on loopback) per launch.")
 ATOLL_PARAM(SpinCount, "ATOLL_SPIN_COUNT", Int, "200",
             "Idle polls before the progress loop yields the CPU; keeps oversubscribed hosts responsive.")
 
