@@ -3,6 +3,9 @@
 #include "bootstrap/unique_id.h"
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <mutex>
 #include <string>
 
 #include "bootstrap/bootstrap.h"
@@ -39,6 +42,35 @@ bool isValidUniqueId(const ncclUniqueId& id) {
   return l.magic == kIdMagic && l.version == kIdVersion && (l.root.family == AF_INET || l.root.family == AF_INET6);
 }
 
+namespace {
+
+/// The NCCL_COMM_ID secret: ATOLL_BOOTSTRAP_SECRET or the contents of ATOLL_BOOTSTRAP_SECRET_FILE.
+Result<std::string> commIdSecret(const std::string& commId) {
+  const std::string& inline_ = params::getString(params::Id::BootstrapSecret);
+  const std::string& path = params::getString(params::Id::BootstrapSecretFile);
+  if (!inline_.empty() && !path.empty())
+    return ATOLL_ERROR(ncclInvalidUsage, "set ATOLL_BOOTSTRAP_SECRET or ATOLL_BOOTSTRAP_SECRET_FILE, not both");
+  if (!path.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return ATOLL_ERROR(ncclInvalidUsage, "ATOLL_BOOTSTRAP_SECRET_FILE=%s cannot be read", path.c_str());
+    std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+    if (secret.empty()) return ATOLL_ERROR(ncclInvalidUsage, "ATOLL_BOOTSTRAP_SECRET_FILE=%s is empty", path.c_str());
+    return secret;
+  }
+  if (inline_.empty()) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      ATOLL_WARN("NCCL_COMM_ID=%s without ATOLL_BOOTSTRAP_SECRET or ATOLL_BOOTSTRAP_SECRET_FILE: the job is "
+                 "UNAUTHENTICATED, anyone who can reach that port can join it or read what ranks publish",
+                 commId.c_str());
+    });
+  }
+  return inline_;
+}
+
+}  // namespace
+
 Result<ncclUniqueId> generateUniqueId(bool ignoreCommIdEnv) {
   IdLayout l{};
   l.magic = kIdMagic;
@@ -49,7 +81,8 @@ Result<ncclUniqueId> generateUniqueId(bool ignoreCommIdEnv) {
     if (addr.port() == 0) return ATOLL_ERROR(ncclInvalidUsage, "NCCL_COMM_ID=%s: port must not be 0", commId.c_str());
     l.flags = kIdFlagCommId;
     l.root = net::pack(addr);
-    Secret s = deriveCommIdSecret(commId, params::getString(params::Id::BootstrapSecret));
+    ATOLL_ASSIGN_OR_RETURN(std::string extra, commIdSecret(commId));
+    Secret s = deriveCommIdSecret(commId, extra);
     std::memcpy(l.secret, s.data(), s.size());
     ATOLL_INFO(log::kBootstrap, "bootstrap: unique id from NCCL_COMM_ID=%s (root served by rank 0)",
                addr.toString().c_str());

@@ -20,7 +20,12 @@ ATOLL_PARAM(CommId, "NCCL_COMM_ID", String, "",
             "host:port of the bootstrap root. When set, rank 0 serves the rendezvous there and every rank may "
             "call ncclGetUniqueId locally; the secret is derived from this value and ATOLL_BOOTSTRAP_SECRET.")
 ATOLL_PARAM(BootstrapSecret, "ATOLL_BOOTSTRAP_SECRET", String, "",
-            "Extra secret mixed into the unique id when NCCL_COMM_ID is used (all ranks must agree).")
+            "Extra secret mixed into the unique id when NCCL_COMM_ID is used (all ranks must agree). Without it "
+            "(or ATOLL_BOOTSTRAP_SECRET_FILE) the key derives from the public host:port alone, so anyone who can "
+            "reach that port can join the job: Atoll warns once.")
+ATOLL_PARAM(BootstrapSecretFile, "ATOLL_BOOTSTRAP_SECRET_FILE", String, "",
+            "File whose contents (a trailing newline dropped) are the NCCL_COMM_ID secret, instead of "
+            "ATOLL_BOOTSTRAP_SECRET (which keeps it out of /proc/PID/environ). Setting both is an error.")
 ATOLL_PARAM(SocketIfname, "NCCL_SOCKET_IFNAME", String, "",
             "Interfaces for bootstrap and socket traffic: prefixes, '^' to exclude, '=' for exact names "
             "(e.g. eth0, ^docker,lo, =ens1f0). Default: the first non-loopback interface, else loopback.")

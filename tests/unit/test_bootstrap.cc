@@ -246,6 +246,29 @@ TEST(Bootstrap, CommIdMode) {
     auto c = bootstrap::generateUniqueId();
     ASSERT_TRUE(c.ok());
     EXPECT_NE(0, memcmp(bootstrap::decodeId(*c).secret, decoded.secret, 32));
+    // The same secret from a file gives the same id; both at once is refused.
+    char path[] = "/tmp/atoll-secret-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "s3cret\n", 7), 7);
+    close(fd);
+    {
+      ScopedEnv file("ATOLL_BOOTSTRAP_SECRET_FILE", path);
+      EXPECT_EQ(bootstrap::generateUniqueId().status().code(), ncclInvalidUsage) << "both set";
+    }
+    {
+      ScopedEnv none("ATOLL_BOOTSTRAP_SECRET", "");
+      ScopedEnv file("ATOLL_BOOTSTRAP_SECRET_FILE", path);
+      auto f = bootstrap::generateUniqueId();
+      ASSERT_TRUE(f.ok());
+      EXPECT_EQ(0, memcmp(bootstrap::decodeId(*f).secret, bootstrap::decodeId(*c).secret, 32));
+    }
+    unlink(path);
+    {
+      ScopedEnv none("ATOLL_BOOTSTRAP_SECRET", "");
+      ScopedEnv file("ATOLL_BOOTSTRAP_SECRET_FILE", path);
+      EXPECT_EQ(bootstrap::generateUniqueId().status().code(), ncclInvalidUsage) << "unreadable file";
+    }
   }
   // No root runs yet: nothing listens at the address until rank 0 joins.
   auto fd = net::connectTo(net::unpack(decoded.root), Deadline::afterMs(100), nullptr);
