@@ -6,8 +6,11 @@
 // ceil(log2 n) rounds (messaging.cc). No step costs the root, or any rank, n sequential sends.
 #include "bootstrap/bootstrap.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "bootstrap/messaging.h"
 #include "bootstrap/root.h"
@@ -60,11 +63,23 @@ Result<std::vector<wire::AddrEntry>> ask(const Root& root, wire::JoinKind kind, 
                                          const net::SockAddr& myAddr, const std::vector<int32_t>& ranks,
                                          const AbortFlag* abort, int64_t timeoutMs) {
   Deadline deadline = Deadline::afterMs(timeoutMs);
-  ATOLL_ASSIGN_OR_RETURN(net::Fd fd, net::connectTo(root.addr, deadline, abort));
+  net::Fd fd;
   wire::Nonce nonce;
-  if (Status s = net::recvAll(fd.get(), nonce.data(), nonce.size(), deadline, abort); !s.ok())
-    return ATOLL_ERROR(s.code(), "bootstrap: rank %d of %d: root %d (%s) did not answer: %s%s", rank, nranks, root.index,
-                       root.addr.toString().c_str(), lastErrorMessage().c_str(), net::fdPressureHint().c_str());
+  // A root that closes a connection before its challenge has not read anything from it (a full
+  // accept queue, a listener that ran out of descriptors): try again, with backoff, until the
+  // deadline. Admission limits may delay a rank, never fail it.
+  for (auto backoff = std::chrono::milliseconds(10);; backoff = std::min(backoff * 2, std::chrono::milliseconds(500))) {
+    ATOLL_ASSIGN_OR_RETURN(fd, net::connectTo(root.addr, deadline, abort));
+    Status s = net::recvAll(fd.get(), nonce.data(), nonce.size(), deadline, abort);
+    if (s.ok()) break;
+    if (s.code() != ncclRemoteError || deadline.expired() || aborted(abort))
+      return ATOLL_ERROR(s.code(), "bootstrap: rank %d of %d: root %d (%s) did not answer: %s%s", rank, nranks,
+                         root.index, root.addr.toString().c_str(), lastErrorMessage().c_str(),
+                         net::fdPressureHint().c_str());
+    ATOLL_INFO(log::kBootstrap, "bootstrap: rank %d: root %d closed the connection before its challenge; retrying",
+               rank, root.index);
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(backoff, std::chrono::milliseconds(deadline.remainingMs(500))));
+  }
   wire::JoinHeader h{};
   h.magic = wire::kJoinMagic;
   h.version = wire::kVersion;

@@ -232,6 +232,66 @@ uint16_t freePort() {
   return bound.port();  // closed on return; the kernel will not hand it out again right away
 }
 
+// Copies bytes both ways between two sockets until either side closes.
+void forward(int a, int b) {
+  pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+  char buf[4096];
+  for (;;) {
+    if (poll(fds, 2, 5000) <= 0) return;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].revents == 0) continue;
+      ssize_t n = ::recv(fds[i].fd, buf, sizeof buf, 0);
+      if (n <= 0) return;
+      if (::send(fds[1 - i].fd, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n) return;
+    }
+  }
+}
+
+TEST(Bootstrap, JoinRetriesWhenTheRootDropsItBeforeTheChallenge) {
+  // A proxy in front of the root closes the first connections at once, as an overloaded root
+  // would: the ranks must retry and join, not fail.
+  ncclUniqueId id = freshId();
+  bootstrap::IdLayout l = bootstrap::decodeId(id);
+  const net::SockAddr root = net::unpack(l.root);
+  auto lo = net::parseHostPort("127.0.0.1:0");
+  ASSERT_TRUE(lo.ok());
+  net::SockAddr proxyAddr;
+  auto proxy = net::listenOn(*lo, 16, &proxyAddr);
+  ASSERT_TRUE(proxy.ok());
+  std::atomic<int> dropped{0};
+  std::thread server([&] {
+    std::vector<std::thread> pipes;
+    for (int i = 0; i < 5; ++i) {  // 3 dropped, then one forwarded join per rank
+      auto c = net::acceptOne(proxy->get(), Deadline::afterMs(10000), nullptr);
+      if (!c.ok()) break;
+      if (i < 3) {
+        ++dropped;
+        continue;  // closed here
+      }
+      pipes.emplace_back([fd = std::move(*c), &root]() mutable {
+        auto up = net::connectTo(root, Deadline::afterMs(2000), nullptr);
+        if (up.ok()) forward(fd.get(), up->get());
+      });
+    }
+    for (std::thread& t : pipes) t.join();
+  });
+  l.root = net::pack(proxyAddr);
+  const ncclUniqueId viaProxy = bootstrap::encodeId(l);
+  std::vector<ncclResult_t> res(2, ncclInternalError);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      auto info = infoFor(r, 32);
+      auto bs = Bootstrap::create(viaProxy, r, 2, info, nullptr);
+      res[r] = bs.ok() ? ncclSuccess : bs.status().code();
+    });
+  for (std::thread& t : ranks) t.join();
+  server.join();
+  EXPECT_EQ(dropped.load(), 3);
+  EXPECT_EQ(res[0], ncclSuccess);
+  EXPECT_EQ(res[1], ncclSuccess);
+}
+
 TEST(Bootstrap, CommIdMode) {
   std::string commId = "127.0.0.1:" + std::to_string(freePort());
   ScopedEnv env("NCCL_COMM_ID", commId.c_str());
