@@ -93,8 +93,12 @@ Result<std::vector<wire::AddrEntry>> ask(const Root& root, wire::JoinKind kind, 
   h.listenAddr = net::pack(myAddr);
   Digest proof = wire::joinProof(root.secret, nonce, h);
   std::memcpy(h.proof, proof.data(), proof.size());
+  const auto* body = reinterpret_cast<const uint8_t*>(ranks.data());
+  const Digest mac = wire::bodyMac(root.secret, wire::kMacJoin, nonce, {reinterpret_cast<const uint8_t*>(&h), sizeof(h)},
+                                   {body, ranks.size() * sizeof(int32_t)});
   ATOLL_CHECK(net::sendAll(fd.get(), &h, sizeof(h), deadline, abort));
   ATOLL_CHECK(net::sendAll(fd.get(), ranks.data(), ranks.size() * sizeof(int32_t), deadline, abort));
+  ATOLL_CHECK(net::sendAll(fd.get(), mac.data(), mac.size(), deadline, abort));
 
   Deadline replyDeadline = Deadline::afterMs(timeoutMs > 0 ? timeoutMs + kReplyGraceMs : 0);
   const char* what = kind == wire::JoinKind::Join ? "rendezvous reply" : "lookup answer";
@@ -103,18 +107,28 @@ Result<std::vector<wire::AddrEntry>> ask(const Root& root, wire::JoinKind kind, 
   if (!s.ok())
     return ATOLL_ERROR(s.code(), "bootstrap: rank %d of %d got no %s from root %d (%s)", rank, nranks, what, root.index,
                        root.addr.toString().c_str());
-  if (rh.magic != wire::kReplyMagic)
-    return ATOLL_ERROR(ncclSystemError, "bootstrap: root %s sent a malformed reply", root.addr.toString().c_str());
-  if (rh.status != ncclSuccess) {
-    std::string msg(std::min<uint32_t>(rh.msgLen, 4096), '\0');
-    ATOLL_CHECK(net::recvAll(fd.get(), msg.data(), msg.size(), replyDeadline, abort));
-    return ATOLL_ERROR(toResult(rh.status), "bootstrap: rank %d of %d: %s", rank, nranks, msg.c_str());
-  }
-  if (rh.nranks != nranks || rh.count > wire::kMaxLookup)
+  const bool failed = rh.status != ncclSuccess;
+  if (rh.magic != wire::kReplyMagic || (failed ? rh.msgLen > 4096 : rh.count > wire::kMaxLookup))
+    return ATOLL_ERROR(ncclSystemError, "bootstrap: root %s sent a malformed %s", root.addr.toString().c_str(), what);
+  // The whole reply is authenticated before any of it is believed (wire.h: bodyMac).
+  std::vector<uint8_t> reply(failed ? rh.msgLen : rh.count * sizeof(wire::AddrEntry));
+  Digest got;
+  ATOLL_CHECK(net::recvAll(fd.get(), reply.data(), reply.size(), replyDeadline, abort));
+  ATOLL_CHECK(net::recvAll(fd.get(), got.data(), got.size(), replyDeadline, abort));
+  const Digest want =
+      wire::bodyMac(root.secret, wire::kMacReply, nonce, {reinterpret_cast<const uint8_t*>(&rh), sizeof(rh)}, reply);
+  if (!constantTimeEqual(want, got))
+    return ATOLL_ERROR(ncclSystemError,
+                       "bootstrap: rank %d of %d: the %s from root %d (%s) failed authentication (altered in transit, "
+                       "or not our root)", rank, nranks, what, root.index, root.addr.toString().c_str());
+  if (failed)
+    return ATOLL_ERROR(toResult(rh.status), "bootstrap: rank %d of %d: %s", rank, nranks,
+                       std::string(reply.begin(), reply.end()).c_str());
+  if (rh.nranks != nranks)
     return ATOLL_ERROR(ncclSystemError, "bootstrap: root %s answered for %d ranks with %u entries (expected %d ranks)",
                        root.addr.toString().c_str(), rh.nranks, rh.count, nranks);
   std::vector<wire::AddrEntry> entries(rh.count);
-  ATOLL_CHECK(net::recvAll(fd.get(), entries.data(), entries.size() * sizeof(wire::AddrEntry), replyDeadline, abort));
+  if (!reply.empty()) std::memcpy(entries.data(), reply.data(), reply.size());
   for (const wire::AddrEntry& e : entries)
     if (e.rank < 0 || e.rank >= nranks)
       return ATOLL_ERROR(ncclSystemError, "bootstrap: root %s answered with rank %d of %d", root.addr.toString().c_str(),

@@ -21,6 +21,7 @@
 
 #include "common/deadline.h"
 #include "common/hmac.h"
+#include "common/socket.h"
 #include "core/status.h"
 #include "nccl.h"
 
@@ -73,6 +74,8 @@ class Bootstrap {
   virtual std::optional<std::vector<std::byte>> tryRecv(int peer, uint32_t tag, int64_t waitMs,
                                                         int* from = nullptr) = 0;
   virtual Status barrier() = 0;
+  /// Where this rank accepts bootstrap messages (tests talk to it by hand).
+  virtual net::SockAddr listenAddress() const = 0;
   /// Messages this rank has sent so far: to roots (join, lookups) and to peers (perf/scale).
   virtual uint64_t messagesSent() const = 0;
 };

@@ -54,12 +54,24 @@ std::span<const std::byte> BootstrapImpl::peerInfo(int r) const {
 }
 
 std::optional<size_t> BootstrapImpl::checkHeader(const ChallengeServer::Conn& c, std::string* why) const {
-  return wire::checkMsgHeader(c.header, secret_, c.nonce, nranks_, why);
+  auto len = wire::checkMsgHeader(c.header, secret_, c.nonce, nranks_, why);
+  if (!len) return std::nullopt;
+  return *len + wire::kMacBytes;  // the payload, then its MAC
 }
 
 void BootstrapImpl::onMessage(ChallengeServer::Conn&& c) {
   wire::MsgHeader h;
   std::memcpy(&h, c.header.data(), sizeof(h));
+  const size_t len = c.body.size() - wire::kMacBytes;
+  const Digest want = wire::bodyMac(secret_, wire::kMacMessage, c.nonce, c.header, {c.body.data(), len});
+  if (!constantTimeEqual(want, {c.body.data() + len, wire::kMacBytes})) {
+    ATOLL_WARN("bootstrap rank %d: rejected a message from %s claiming rank %d, tag %u: its payload failed "
+               "authentication (altered in transit?)", rank_, c.peer.c_str(), h.from, h.tag);
+    uint8_t nak = wire::kNak;
+    (void)::send(c.fd.get(), &nak, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    return;
+  }
+  c.body.resize(len);
   // Ack before queueing: once queued, recv() may return and this process exit, and the sender must
   // not see that as a lost message. Order per (peer, tag) still holds: this thread queues the
   // message before it reads the sender's next connection.
@@ -144,10 +156,18 @@ Status BootstrapImpl::sendTo(int peer, uint32_t tag, std::span<const std::byte> 
   h.len = data.size();
   Digest proof = wire::msgProof(secret_, nonce, h);
   std::memcpy(h.proof, proof.data(), proof.size());
+  const auto* payload = reinterpret_cast<const uint8_t*>(data.data());
+  const Digest mac = wire::bodyMac(secret_, wire::kMacMessage, nonce, {reinterpret_cast<const uint8_t*>(&h), sizeof(h)},
+                                   {payload, data.size()});
   ATOLL_CHECK(net::sendAll(fd.get(), &h, sizeof(h), deadline, abort));
   ATOLL_CHECK(net::sendAll(fd.get(), data.data(), data.size(), deadline, abort));
+  ATOLL_CHECK(net::sendAll(fd.get(), mac.data(), mac.size(), deadline, abort));
   uint8_t ack = 0;
   Status s = net::recvAll(fd.get(), &ack, 1, deadline, abort);
+  if (s.ok() && ack == wire::kNak)
+    return ATOLL_ERROR(ncclSystemError,
+                       "bootstrap send to rank %d (%s) tag %u was rejected: the message failed authentication on "
+                       "the way (altered in transit?)", peer, addr.toString().c_str(), tag);
   if (!s.ok() || ack != wire::kAck)
     return ATOLL_ERROR(s.ok() ? ncclRemoteError : s.code(), "bootstrap send to rank %d (%s) tag %u was not acknowledged",
                        peer, addr.toString().c_str(), tag);

@@ -45,6 +45,7 @@ class BootstrapImpl final : public Bootstrap {
   Status sendUntil(int peer, uint32_t tag, std::span<const std::byte> data, Deadline deadline) override;
   std::optional<std::vector<std::byte>> tryRecv(int peer, uint32_t tag, int64_t waitMs, int* from = nullptr) override;
   uint64_t messagesSent() const override { return sent_.load(std::memory_order_relaxed); }
+  net::SockAddr listenAddress() const override { return addrs_[static_cast<size_t>(rank_)]; }
 
  private:
   struct Message {

@@ -34,12 +34,14 @@ constexpr int kFailureLingerMs = 10000;
 struct Member {
   bool present = false;
   net::Fd fd;
+  wire::Nonce nonce{};  // this connection's: the reply's MAC covers it
   std::string peer;
   net::PackedAddr listenAddr{};
 };
 
 struct Lookup {
   net::Fd fd;
+  wire::Nonce nonce{};
   int asker = -1;
   std::vector<int32_t> ranks;
 };
@@ -70,7 +72,9 @@ class RootServer {
 
  private:
   std::optional<size_t> checkHeader(const ChallengeServer::Conn& c, std::string* why) {
-    return wire::checkJoinHeader(c.header, secret_, c.nonce, why);
+    auto len = wire::checkJoinHeader(c.header, secret_, c.nonce, why);
+    if (!len) return std::nullopt;
+    return *len + wire::kMacBytes;  // the body, then its MAC
   }
 
   /// The block layout, fixed by the first authenticated request; what later ones must agree with.
@@ -122,9 +126,17 @@ class RootServer {
   void onRequest(ChallengeServer::Conn&& c) {
     wire::JoinHeader h;
     std::memcpy(&h, c.header.data(), sizeof(h));
+    const size_t len = c.body.size() - wire::kMacBytes;
+    const Digest want = wire::bodyMac(secret_, wire::kMacJoin, c.nonce, c.header, {c.body.data(), len});
+    if (!constantTimeEqual(want, {c.body.data() + len, wire::kMacBytes})) {
+      ATOLL_WARN("%s: rejected a request from %s claiming rank %d: its body failed authentication (altered in "
+                 "transit?)", name_.c_str(), c.peer.c_str(), h.rank);
+      return;  // closed: the rank retries or fails at its deadline, naming this root
+    }
+    c.body.resize(len);
     maxNranks_ = std::max(maxNranks_, h.nranks);
     if (failed_) {
-      replyError(c.fd.get(), h.rank);
+      replyError(c.fd.get(), c.nonce, h.rank);
       lingerCheck();
       return;
     }
@@ -138,6 +150,7 @@ class RootServer {
     }
     m.present = true;
     m.fd = std::move(c.fd);
+    m.nonce = c.nonce;
     m.peer = c.peer;
     m.listenAddr = h.listenAddr;
     ++joined_;
@@ -158,6 +171,7 @@ class RootServer {
         return;  // dropped: the asker fails on the missing reply with the root's name
       }
     l.fd = std::move(c.fd);
+    l.nonce = c.nonce;
     if (complete_) answer(l);
     else lookups_.push_back(std::move(l));
   }
@@ -165,18 +179,27 @@ class RootServer {
   void answer(Lookup& l) {
     std::vector<wire::AddrEntry> entries;
     for (int32_t r : l.ranks) entries.push_back({r, 0, members_[static_cast<size_t>(r - lo_)].listenAddr});
-    if (!sendEntries(l.fd.get(), entries))
+    if (!sendEntries(l.fd.get(), l.nonce, entries))
       ATOLL_WARN("%s: could not answer rank %d's lookup", name_.c_str(), l.asker);
     l.fd.reset();
     ++answered_;
     if (answered_ >= expectedLookups_) finished_ = true;
   }
 
-  bool sendEntries(int fd, const std::vector<wire::AddrEntry>& entries) {
-    std::vector<uint8_t> out;
+  bool sendEntries(int fd, const wire::Nonce& nonce, const std::vector<wire::AddrEntry>& entries) {
     wire::ReplyHeader rh{wire::kReplyMagic, ncclSuccess, nranks_, static_cast<uint32_t>(entries.size()), 0};
+    std::vector<uint8_t> body;
+    wire::put(body, entries.data(), entries.size() * sizeof(wire::AddrEntry));
+    return sendReply(fd, nonce, rh, body);
+  }
+
+  /// Header, body and the MAC over both and the connection's nonce (wire.h).
+  bool sendReply(int fd, const wire::Nonce& nonce, const wire::ReplyHeader& rh, const std::vector<uint8_t>& body) {
+    std::vector<uint8_t> out;
     wire::put(out, &rh, sizeof(rh));
-    wire::put(out, entries.data(), entries.size() * sizeof(wire::AddrEntry));
+    wire::put(out, body.data(), body.size());
+    const Digest mac = wire::bodyMac(secret_, wire::kMacReply, nonce, {out.data(), sizeof(rh)}, body);
+    wire::put(out, mac.data(), mac.size());
     return net::sendAll(fd, out.data(), out.size(), Deadline::afterMs(kReplyTimeoutMs), nullptr).ok();
   }
 
@@ -189,7 +212,7 @@ class RootServer {
       std::vector<wire::AddrEntry> entries;
       for (int p : wire::bruckPartners(r, nranks_))
         if (p >= lo_ && p < hi_) entries.push_back({p, 0, members_[static_cast<size_t>(p - lo_)].listenAddr});
-      if (!sendEntries(m.fd.get(), entries)) ATOLL_WARN("%s: could not send rank %d its partners", name_.c_str(), r);
+      if (!sendEntries(m.fd.get(), m.nonce, entries)) ATOLL_WARN("%s: could not send rank %d its partners", name_.c_str(), r);
       m.fd.reset();
     }
     ATOLL_INFO(log::kBootstrap, "%s: ranks %d-%d of %d joined; %d lookups from other blocks to answer", name_.c_str(),
@@ -205,7 +228,7 @@ class RootServer {
     code_ = ncclInvalidUsage;
     message_ = msg;
     ATOLL_WARN("%s: rendezvous failed: %s", name_.c_str(), msg);
-    replyError(c.fd.get(), rank);
+    replyError(c.fd.get(), c.nonce, rank);
     tellEveryone();
     lingerCheck();
   }
@@ -213,10 +236,10 @@ class RootServer {
   void tellEveryone() {
     for (size_t r = 0; r < members_.size(); ++r) {
       if (!members_[r].fd.valid()) continue;
-      replyError(members_[r].fd.get(), lo_ + static_cast<int>(r));
+      replyError(members_[r].fd.get(), members_[r].nonce, lo_ + static_cast<int>(r));
       members_[r].fd.reset();
     }
-    for (Lookup& l : lookups_) replyError(l.fd.get(), -1);
+    for (Lookup& l : lookups_) replyError(l.fd.get(), l.nonce, -1);
     lookups_.clear();
   }
 
@@ -246,12 +269,11 @@ class RootServer {
     tellEveryone();
   }
 
-  void replyError(int fd, int rank) {
+  void replyError(int fd, const wire::Nonce& nonce, int rank) {
     wire::ReplyHeader rh{wire::kReplyMagic, code_, 0, 0, static_cast<uint32_t>(message_.size())};
-    std::vector<uint8_t> out;
-    wire::put(out, &rh, sizeof(rh));
-    wire::put(out, message_.data(), message_.size());
-    (void)net::sendAll(fd, out.data(), out.size(), Deadline::afterMs(kReplyTimeoutMs), nullptr);
+    std::vector<uint8_t> body;
+    wire::put(body, message_.data(), message_.size());
+    (void)sendReply(fd, nonce, rh, body);
     if (rank >= 0 && rank < wire::kMaxRanks) informed_.insert(rank);
   }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "common/hmac.h"
@@ -15,7 +16,7 @@ namespace atl::bootstrap::wire {
 constexpr uint32_t kJoinMagic = 0x41544a4e;   // "ATJN"
 constexpr uint32_t kReplyMagic = 0x41545250;  // "ATRP"
 constexpr uint32_t kMsgMagic = 0x4154534d;    // "ATSM"
-constexpr uint32_t kVersion = 2;  // 2: partner addresses only, lookups, several roots
+constexpr uint32_t kVersion = 3;  // 2: partner addresses only, lookups, several roots; 3: payload MACs
 
 constexpr uint32_t kMaxInfoSize = 4096;
 constexpr int32_t kMaxRanks = 1 << 18;
@@ -110,6 +111,8 @@ struct MsgHeader {
 static_assert(sizeof(MsgHeader) == 56);
 
 constexpr uint8_t kAck = 0xA5;
+/// The receiver's answer to a message whose body MAC is wrong (it was altered in flight).
+constexpr uint8_t kNak = 0x5A;
 
 /// Little helper that appends plain values to a byte buffer for proofs.
 inline void put(std::vector<uint8_t>& out, const void* p, size_t n) {
@@ -130,6 +133,23 @@ inline Digest joinProof(const Secret& secret, const Nonce& nonce, const JoinHead
   put(m, &h.listenAddr, sizeof(h.listenAddr));
   return hmacSha256(secret, m);
 }
+
+/// Every body (a message's payload, a lookup's ranks, a root's reply) is followed by this MAC over
+/// the connection's nonce, the whole header as sent and the body, so no byte of it can be changed
+/// in flight: the header proofs only let a listener bound what it reads before the body is in.
+constexpr size_t kMacBytes = 32;
+inline Digest bodyMac(const Secret& secret, uint32_t what, const Nonce& nonce, std::span<const uint8_t> header,
+                      std::span<const uint8_t> body) {
+  std::vector<uint8_t> m;
+  put(m, &what, sizeof(what));
+  put(m, nonce.data(), nonce.size());
+  put(m, header.data(), header.size());
+  put(m, body.data(), body.size());
+  return hmacSha256(secret, m);
+}
+constexpr uint32_t kMacMessage = 0x4154544d;  // "ATTM": rank -> rank message
+constexpr uint32_t kMacJoin = 0x4154544a;     // "ATTJ": rank -> root request
+constexpr uint32_t kMacReply = 0x41545452;    // "ATTR": root -> rank reply
 
 inline Digest msgProof(const Secret& secret, const Nonce& nonce, const MsgHeader& h) {
   std::vector<uint8_t> m;

@@ -232,8 +232,10 @@ uint16_t freePort() {
   return bound.port();  // closed on return; the kernel will not hand it out again right away
 }
 
-// Copies bytes both ways between two sockets until either side closes.
-void forward(int a, int b) {
+// Copies bytes both ways between two sockets until either side closes; with `flipAt` >= 0, the
+// byte at that offset of what b sends to a is altered on the way.
+void forward(int a, int b, long flipAt = -1) {
+  long fromB = 0;
   pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
   char buf[4096];
   for (;;) {
@@ -242,9 +244,100 @@ void forward(int a, int b) {
       if (fds[i].revents == 0) continue;
       ssize_t n = ::recv(fds[i].fd, buf, sizeof buf, 0);
       if (n <= 0) return;
+      if (i == 1) {
+        if (flipAt >= fromB && flipAt < fromB + n) buf[flipAt - fromB] ^= 0x20;
+        fromB += n;
+      }
       if (::send(fds[1 - i].fd, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n) return;
     }
   }
+}
+
+TEST(Bootstrap, AlteredRootReplyIsRejected) {
+  // A proxy flips one byte inside the root's reply (past its header, in the partner addresses):
+  // both ranks must fail at once with an authentication error, not use the address or hang.
+  ncclUniqueId id = freshId();
+  bootstrap::IdLayout l = bootstrap::decodeId(id);
+  const net::SockAddr root = net::unpack(l.root);
+  auto lo = net::parseHostPort("127.0.0.1:0");
+  ASSERT_TRUE(lo.ok());
+  net::SockAddr proxyAddr;
+  auto proxy = net::listenOn(*lo, 16, &proxyAddr);
+  ASSERT_TRUE(proxy.ok());
+  std::thread server([&] {
+    std::vector<std::thread> pipes;
+    for (int i = 0; i < 2; ++i) {
+      auto c = net::acceptOne(proxy->get(), Deadline::afterMs(10000), nullptr);
+      if (!c.ok()) break;
+      pipes.emplace_back([fd = std::move(*c), &root]() mutable {
+        auto up = net::connectTo(root, Deadline::afterMs(2000), nullptr);
+        // The root's nonce (32 bytes), then its reply header (20), then the entries.
+        if (up.ok()) forward(fd.get(), up->get(), 32 + sizeof(bootstrap::wire::ReplyHeader) + 9);
+      });
+    }
+    for (std::thread& t : pipes) t.join();
+  });
+  l.root = net::pack(proxyAddr);
+  const ncclUniqueId viaProxy = bootstrap::encodeId(l);
+  std::vector<Status> res(2);
+  std::vector<std::string> why(2);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      auto info = infoFor(r, 32);
+      res[r] = Bootstrap::create(viaProxy, r, 2, info, nullptr).status();
+      why[r] = lastErrorMessage();  // per thread
+    });
+  for (std::thread& t : ranks) t.join();
+  server.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(res[r].code(), ncclSystemError) << "rank " << r;
+    EXPECT_NE(why[r].find("failed authentication"), std::string::npos) << why[r];
+  }
+}
+
+TEST(Bootstrap, AlteredMessagePayloadIsRejected) {
+  // A message whose header proof is right but one payload byte changed after its MAC was made:
+  // the listener answers NAK and queues nothing; the unaltered message is queued.
+  ncclUniqueId id = freshId();
+  const bootstrap::IdLayout l = bootstrap::decodeId(id);
+  Secret secret;
+  std::memcpy(secret.data(), l.secret, secret.size());
+  auto info = infoFor(0, 16);
+  auto bs = Bootstrap::create(id, 0, 1, info, nullptr);
+  ASSERT_TRUE(bs.ok());
+  auto sendOne = [&](bool alter) -> uint8_t {
+    auto fd = net::connectTo((*bs)->listenAddress(), Deadline::afterMs(2000), nullptr);
+    EXPECT_TRUE(fd.ok());
+    bootstrap::wire::Nonce nonce;
+    EXPECT_TRUE(net::recvAll(fd->get(), nonce.data(), nonce.size(), Deadline::afterMs(2000), nullptr).ok());
+    bootstrap::wire::MsgHeader h{};
+    h.magic = bootstrap::wire::kMsgMagic;
+    h.from = 0;
+    h.tag = 5;
+    h.version = bootstrap::wire::kVersion;
+    h.len = 8;
+    Digest p = bootstrap::wire::msgProof(secret, nonce, h);
+    memcpy(h.proof, p.data(), p.size());
+    uint8_t payload[8] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'};
+    Digest mac = bootstrap::wire::bodyMac(secret, bootstrap::wire::kMacMessage, nonce,
+                                          {reinterpret_cast<const uint8_t*>(&h), sizeof(h)}, payload);
+    if (alter) payload[3] ^= 1;
+    EXPECT_TRUE(net::sendAll(fd->get(), &h, sizeof(h), Deadline::afterMs(2000), nullptr).ok());
+    EXPECT_TRUE(net::sendAll(fd->get(), payload, sizeof(payload), Deadline::afterMs(2000), nullptr).ok());
+    EXPECT_TRUE(net::sendAll(fd->get(), mac.data(), mac.size(), Deadline::afterMs(2000), nullptr).ok());
+    uint8_t answer = 0;
+    EXPECT_TRUE(net::recvAll(fd->get(), &answer, 1, Deadline::afterMs(2000), nullptr).ok());
+    return answer;
+  };
+  EXPECT_EQ(sendOne(true), bootstrap::wire::kNak);
+  EXPECT_FALSE((*bs)->tryRecv(0, 5, 200).has_value());
+  EXPECT_EQ(sendOne(false), bootstrap::wire::kAck);
+  auto got = (*bs)->tryRecv(0, 5, 2000);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->size(), 8u);
 }
 
 TEST(Bootstrap, JoinRetriesWhenTheRootDropsItBeforeTheChallenge) {
