@@ -8,8 +8,8 @@
 // rotation (two copies) puts block p + i at its place in the output. Rank 0's T is already in
 // output order, so it builds T in its receive buffer and skips the rotation.
 //
-// One program on channel 0, which links every pair of ranks (core/connect.cc): the messages are
-// small, and every round talks to different peers.
+// One program on channel 0: the messages are small, and every round talks to different peers (its
+// ceil(log2 n) links each way are made on first use, core/connect.h).
 #include "algorithms/ring.h"
 
 namespace atl::algo {

@@ -112,7 +112,8 @@ bool ChallengeServer::advance(Conn& c) {
 void ChallengeServer::pump(int timeoutMs) {
   std::vector<pollfd> fds;
   fds.reserve(conns_.size() + 1);
-  // A full table leaves the listener out of the poll set: its backlog waits, and the poll does not spin.
+  // With every slot busy (or descriptors out) the listener is left out of the poll set: its
+  // backlog waits, and the poll does not spin.
   if (paused_ && resume_.expired()) paused_ = false;
   const bool accepting = conns_.size() < kMaxInProgress && !paused_;
   fds.push_back({listen_.get(), static_cast<short>(accepting ? POLLIN : 0), 0});

@@ -1,4 +1,5 @@
-// The rendezvous root: collects every rank's info and listen address, then hands out the full table.
+// The rendezvous root: admits the ranks of its block, then hands each one the listen addresses of
+// its log-depth partners (not the full table) and answers lookups from other blocks (root.cc).
 #pragma once
 
 #include <cstdint>
