@@ -69,7 +69,12 @@ Result<std::vector<wire::AddrEntry>> ask(const Root& root, wire::JoinKind kind, 
   // accept queue, a listener that ran out of descriptors): try again, with backoff, until the
   // deadline. Admission limits may delay a rank, never fail it.
   for (auto backoff = std::chrono::milliseconds(10);; backoff = std::min(backoff * 2, std::chrono::milliseconds(500))) {
-    ATOLL_ASSIGN_OR_RETURN(fd, net::connectTo(root.addr, deadline, abort));
+    auto dialled = net::connectTo(root.addr, deadline, abort);
+    if (!dialled.ok())
+      return ATOLL_ERROR(dialled.status().code(), "bootstrap: rank %d of %d: cannot reach root %d (%s): %s%s", rank,
+                         nranks, root.index, root.addr.toString().c_str(), lastErrorMessage().c_str(),
+                         net::fdPressureHint().c_str());
+    fd = std::move(*dialled);
     Status s = net::recvAll(fd.get(), nonce.data(), nonce.size(), deadline, abort);
     if (s.ok()) break;
     if (s.code() != ncclRemoteError || deadline.expired() || aborted(abort))

@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <sys/resource.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <mutex>
 
@@ -37,7 +39,21 @@ FdLimit raiseFdLimit() {
   return current();
 }
 
+namespace {
+// When this process last ran out (any thread): a wait that then failed was likely its victim even
+// if the descriptors are free again by the time the wait gives up (the root that could not accept
+// has closed its listener at its own deadline).
+std::atomic<int64_t> lastExhaustedMs{-1};
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+constexpr int64_t kRecentMs = 10 * 60 * 1000;
+}  // namespace
+
 std::string fdPressureHint() {
+  const int64_t last = lastExhaustedMs.load(std::memory_order_relaxed);
+  if (last >= 0 && nowMs() - last < kRecentMs) return fdHint(EMFILE);
   const FdLimit l = current();
   int open = 0;
   if (DIR* d = opendir("/proc/self/fd")) {
@@ -52,6 +68,7 @@ std::string fdPressureHint() {
 std::string fdHint(int err) {
   if (err == ENFILE) return " (the system-wide file table is full: fs.file-max)";
   if (err != EMFILE) return "";
+  lastExhaustedMs.store(nowMs(), std::memory_order_relaxed);
   const FdLimit l = current();
   char buf[256];
   std::snprintf(buf, sizeof buf,

@@ -20,8 +20,8 @@ FdLimit raiseFdLimit();
 /// For errno values that mean "out of descriptors" (EMFILE, ENFILE): a sentence naming the limit
 /// and what to do; "" otherwise.
 std::string fdHint(int err);
-/// When this process holds (nearly) all the descriptors its soft limit allows, the fdHint(EMFILE)
-/// sentence; "" otherwise. For waits that fail because a peer in this process (a root, another
+/// When this process holds (nearly) all the descriptors its soft limit allows, or ran out in the
+/// last ten minutes (fdHint(EMFILE) was asked for), the fdHint(EMFILE) sentence; "" otherwise. For waits that fail because a peer in this process (a root, another
 /// rank) could not accept, which the waiting side only sees as a silent or closed connection.
 std::string fdPressureHint();
 
