@@ -62,16 +62,13 @@ std::optional<size_t> BootstrapImpl::checkHeader(const ChallengeServer::Conn& c,
 void BootstrapImpl::onMessage(ChallengeServer::Conn&& c) {
   wire::MsgHeader h;
   std::memcpy(&h, c.header.data(), sizeof(h));
-  const size_t len = c.body.size() - wire::kMacBytes;
-  const Digest want = wire::bodyMac(secret_, wire::kMacMessage, c.nonce, c.header, {c.body.data(), len});
-  if (!constantTimeEqual(want, {c.body.data() + len, wire::kMacBytes})) {
+  if (!wire::takeBodyMac(secret_, wire::kMacMessage, c.nonce, c.header, c.body)) {
     ATOLL_WARN("bootstrap rank %d: rejected a message from %s claiming rank %d, tag %u: its payload failed "
                "authentication (altered in transit?)", rank_, c.peer.c_str(), h.from, h.tag);
     uint8_t nak = wire::kNak;
     (void)::send(c.fd.get(), &nak, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     return;
   }
-  c.body.resize(len);
   // Ack before queueing: once queued, recv() may return and this process exit, and the sender must
   // not see that as a lost message. Order per (peer, tag) still holds: this thread queues the
   // message before it reads the sender's next connection.

@@ -126,14 +126,11 @@ class RootServer {
   void onRequest(ChallengeServer::Conn&& c) {
     wire::JoinHeader h;
     std::memcpy(&h, c.header.data(), sizeof(h));
-    const size_t len = c.body.size() - wire::kMacBytes;
-    const Digest want = wire::bodyMac(secret_, wire::kMacJoin, c.nonce, c.header, {c.body.data(), len});
-    if (!constantTimeEqual(want, {c.body.data() + len, wire::kMacBytes})) {
+    if (!wire::takeBodyMac(secret_, wire::kMacJoin, c.nonce, c.header, c.body)) {
       ATOLL_WARN("%s: rejected a request from %s claiming rank %d: its body failed authentication (altered in "
                  "transit?)", name_.c_str(), c.peer.c_str(), h.rank);
       return;  // closed: the rank retries or fails at its deadline, naming this root
     }
-    c.body.resize(len);
     maxNranks_ = std::max(maxNranks_, h.nranks);
     if (failed_) {
       replyError(c.fd.get(), c.nonce, h.rank);

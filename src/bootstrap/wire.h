@@ -147,6 +147,17 @@ inline Digest bodyMac(const Secret& secret, uint32_t what, const Nonce& nonce, s
   put(m, body.data(), body.size());
   return hmacSha256(secret, m);
 }
+/// Checks the MAC that ends `body` (as read: the body, then kMacBytes) and strips it; false if
+/// it does not match.
+inline bool takeBodyMac(const Secret& secret, uint32_t what, const Nonce& nonce, std::span<const uint8_t> header,
+                        std::vector<uint8_t>& body) {
+  if (body.size() < kMacBytes) return false;
+  const size_t len = body.size() - kMacBytes;
+  const Digest want = bodyMac(secret, what, nonce, header, {body.data(), len});
+  if (!constantTimeEqual(want, {body.data() + len, kMacBytes})) return false;
+  body.resize(len);
+  return true;
+}
 constexpr uint32_t kMacMessage = 0x4154544d;  // "ATTM": rank -> rank message
 constexpr uint32_t kMacJoin = 0x4154544a;     // "ATTJ": rank -> root request
 constexpr uint32_t kMacReply = 0x41545452;    // "ATTR": root -> rank reply

@@ -1,5 +1,6 @@
 #include "core/call_check.h"
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdio>
@@ -123,6 +124,16 @@ CallPrint collectivePrint(ncclComm* comm, std::span<const OpDesc* const> colls) 
   return p;
 }
 
+/// The check's binomial tree rooted at rank 0: a rank's parent clears its lowest set bit.
+int treeParent(int r) { return r == 0 ? -1 : r & (r - 1); }
+std::vector<int> treeChildren(int r, int n) {
+  std::vector<int> out;
+  const unsigned top = r == 0 ? std::bit_ceil(static_cast<unsigned>(n)) : static_cast<unsigned>(r & -r);
+  for (unsigned m = 1; m < top; m <<= 1)
+    if (static_cast<unsigned>(r) + m < static_cast<unsigned>(n)) out.push_back(r + static_cast<int>(m));
+  return out;
+}
+
 /// One communicator's check of one batch, advanced by step() until done.
 class Check {
  public:
@@ -153,11 +164,8 @@ class Check {
       collective_ = true;
       peers_.clear(), out_.clear(), in_.clear(), got_.clear();  // collectives first: p2p of the group runs after
       mine_ = collectivePrint(comm, colls);
-      // Binomial tree rooted at rank 0: a rank's parent clears its lowest set bit.
-      if (r != 0) parent_ = r & (r - 1);
-      const unsigned top = r == 0 ? std::bit_ceil(static_cast<unsigned>(n)) : static_cast<unsigned>(r & -r);
-      for (unsigned m = 1; m < top; m <<= 1)
-        if (static_cast<unsigned>(r) + m < static_cast<unsigned>(n)) children_.push_back(r + static_cast<int>(m));
+      parent_ = treeParent(r);
+      children_ = treeChildren(r, n);
       fromChild_.assign(children_.size(), false);
       diffRank_ = -1;
     }
@@ -397,12 +405,9 @@ class Check {
     comm_->checkInbox.poisoned = true;
     CheckMessage m = message(CheckType::Poison, CallPrint{});
     std::snprintf(m.reason, sizeof m.reason, "%s", reason.c_str());
-    std::vector<int> to;
-    const int n = comm_->nranks, r = comm_->rank;
-    if (r != 0) to.push_back(r & (r - 1));
-    const unsigned top = r == 0 ? std::bit_ceil(static_cast<unsigned>(n)) : static_cast<unsigned>(r & -r);
-    for (unsigned m2 = 1; m2 < top; m2 <<= 1)
-      if (static_cast<unsigned>(r) + m2 < static_cast<unsigned>(n)) to.push_back(r + static_cast<int>(m2));
+    const int r = comm_->rank;
+    std::vector<int> to = treeChildren(r, comm_->nranks);
+    if (r != 0) to.push_back(treeParent(r));
     for (int p : peers_) to.push_back(p);
     for (const CheckInbox::Item& item : comm_->checkInbox.items) to.push_back(item.from);  // who talked to us
     std::sort(to.begin(), to.end());

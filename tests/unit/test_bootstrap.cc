@@ -253,48 +253,78 @@ void forward(int a, int b, long flipAt = -1) {
   }
 }
 
-TEST(Bootstrap, AlteredRootReplyIsRejected) {
-  // A proxy flips one byte inside the root's reply (past its header, in the partner addresses):
-  // both ranks must fail at once with an authentication error, not use the address or hang.
-  ncclUniqueId id = freshId();
-  bootstrap::IdLayout l = bootstrap::decodeId(id);
-  const net::SockAddr root = net::unpack(l.root);
-  auto lo = net::parseHostPort("127.0.0.1:0");
-  ASSERT_TRUE(lo.ok());
-  net::SockAddr proxyAddr;
-  auto proxy = net::listenOn(*lo, 16, &proxyAddr);
-  ASSERT_TRUE(proxy.ok());
-  std::thread server([&] {
-    std::vector<std::thread> pipes;
-    for (int i = 0; i < 2; ++i) {
-      auto c = net::acceptOne(proxy->get(), Deadline::afterMs(10000), nullptr);
-      if (!c.ok()) break;
-      pipes.emplace_back([fd = std::move(*c), &root]() mutable {
-        auto up = net::connectTo(root, Deadline::afterMs(2000), nullptr);
-        // The root's nonce (32 bytes), then its reply header (20), then the entries.
-        if (up.ok()) forward(fd.get(), up->get(), 32 + sizeof(bootstrap::wire::ReplyHeader) + 9);
-      });
-    }
-    for (std::thread& t : pipes) t.join();
-  });
-  l.root = net::pack(proxyAddr);
-  const ncclUniqueId viaProxy = bootstrap::encodeId(l);
-  std::vector<Status> res(2);
-  std::vector<std::string> why(2);
-  const auto start = std::chrono::steady_clock::now();
+/// A proxy in front of a fresh root: closes the first `drop` connections at once, then forwards
+/// `forward` more, altering the byte at `flipAt` of what the root sends back (-1: none).
+class RootProxy {
+ public:
+  RootProxy(int drop, int forwardCount, long flipAt) {
+    bootstrap::IdLayout l = bootstrap::decodeId(freshId());
+    root_ = net::unpack(l.root);
+    auto lo = net::parseHostPort("127.0.0.1:0");
+    EXPECT_TRUE(lo.ok());
+    net::SockAddr addr;
+    auto fd = net::listenOn(*lo, 16, &addr);
+    EXPECT_TRUE(fd.ok());
+    listen_ = std::move(*fd);
+    l.root = net::pack(addr);
+    id_ = bootstrap::encodeId(l);
+    server_ = std::thread([this, drop, forwardCount, flipAt] {
+      std::vector<std::thread> pipes;
+      for (int i = 0; i < drop + forwardCount; ++i) {
+        auto c = net::acceptOne(listen_.get(), Deadline::afterMs(10000), nullptr);
+        if (!c.ok()) break;
+        if (i < drop) {
+          ++dropped_;
+          continue;  // closed here
+        }
+        pipes.emplace_back([this, fd = std::move(*c), flipAt]() mutable {
+          auto up = net::connectTo(root_, Deadline::afterMs(2000), nullptr);
+          if (up.ok()) forward(fd.get(), up->get(), flipAt);
+        });
+      }
+      for (std::thread& t : pipes) t.join();
+    });
+  }
+  ~RootProxy() { server_.join(); }
+  const ncclUniqueId& id() const { return id_; }
+  int dropped() const { return dropped_.load(); }
+
+ private:
+  net::SockAddr root_;
+  net::Fd listen_;
+  ncclUniqueId id_{};
+  std::atomic<int> dropped_{0};
+  std::thread server_;
+};
+
+/// Two ranks join through `id`; each one's status and (thread-local) last error.
+std::vector<std::pair<Status, std::string>> joinTwo(const ncclUniqueId& id) {
+  std::vector<std::pair<Status, std::string>> out(2);
   std::vector<std::thread> ranks;
   for (int r = 0; r < 2; ++r)
     ranks.emplace_back([&, r] {
       auto info = infoFor(r, 32);
-      res[r] = Bootstrap::create(viaProxy, r, 2, info, nullptr).status();
-      why[r] = lastErrorMessage();  // per thread
+      out[r].first = Bootstrap::create(id, r, 2, info, nullptr).status();
+      out[r].second = lastErrorMessage();
     });
   for (std::thread& t : ranks) t.join();
-  server.join();
+  return out;
+}
+
+TEST(Bootstrap, AlteredRootReplyIsRejected) {
+  // A proxy flips one byte inside the root's reply (past its header, in the partner addresses):
+  // both ranks must fail at once with an authentication error, not use the address or hang.
+  // The root's nonce (32 bytes), then its reply header (20), then the entries.
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::pair<Status, std::string>> res;
+  {
+    RootProxy proxy(0, 2, 32 + sizeof(bootstrap::wire::ReplyHeader) + 9);
+    res = joinTwo(proxy.id());
+  }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ(res[r].code(), ncclSystemError) << "rank " << r;
-    EXPECT_NE(why[r].find("failed authentication"), std::string::npos) << why[r];
+    EXPECT_EQ(res[r].first.code(), ncclSystemError) << "rank " << r;
+    EXPECT_NE(res[r].second.find("failed authentication"), std::string::npos) << res[r].second;
   }
 }
 
@@ -343,46 +373,16 @@ TEST(Bootstrap, AlteredMessagePayloadIsRejected) {
 TEST(Bootstrap, JoinRetriesWhenTheRootDropsItBeforeTheChallenge) {
   // A proxy in front of the root closes the first connections at once, as an overloaded root
   // would: the ranks must retry and join, not fail.
-  ncclUniqueId id = freshId();
-  bootstrap::IdLayout l = bootstrap::decodeId(id);
-  const net::SockAddr root = net::unpack(l.root);
-  auto lo = net::parseHostPort("127.0.0.1:0");
-  ASSERT_TRUE(lo.ok());
-  net::SockAddr proxyAddr;
-  auto proxy = net::listenOn(*lo, 16, &proxyAddr);
-  ASSERT_TRUE(proxy.ok());
-  std::atomic<int> dropped{0};
-  std::thread server([&] {
-    std::vector<std::thread> pipes;
-    for (int i = 0; i < 5; ++i) {  // 3 dropped, then one forwarded join per rank
-      auto c = net::acceptOne(proxy->get(), Deadline::afterMs(10000), nullptr);
-      if (!c.ok()) break;
-      if (i < 3) {
-        ++dropped;
-        continue;  // closed here
-      }
-      pipes.emplace_back([fd = std::move(*c), &root]() mutable {
-        auto up = net::connectTo(root, Deadline::afterMs(2000), nullptr);
-        if (up.ok()) forward(fd.get(), up->get());
-      });
-    }
-    for (std::thread& t : pipes) t.join();
-  });
-  l.root = net::pack(proxyAddr);
-  const ncclUniqueId viaProxy = bootstrap::encodeId(l);
-  std::vector<ncclResult_t> res(2, ncclInternalError);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < 2; ++r)
-    ranks.emplace_back([&, r] {
-      auto info = infoFor(r, 32);
-      auto bs = Bootstrap::create(viaProxy, r, 2, info, nullptr);
-      res[r] = bs.ok() ? ncclSuccess : bs.status().code();
-    });
-  for (std::thread& t : ranks) t.join();
-  server.join();
-  EXPECT_EQ(dropped.load(), 3);
-  EXPECT_EQ(res[0], ncclSuccess);
-  EXPECT_EQ(res[1], ncclSuccess);
+  std::vector<std::pair<Status, std::string>> res;
+  int dropped = 0;
+  {
+    RootProxy proxy(3, 2, -1);  // 3 dropped, then one forwarded join per rank
+    res = joinTwo(proxy.id());
+    dropped = proxy.dropped();
+  }
+  EXPECT_EQ(dropped, 3);
+  EXPECT_EQ(res[0].first.code(), ncclSuccess);
+  EXPECT_EQ(res[1].first.code(), ncclSuccess);
 }
 
 TEST(Bootstrap, CommIdMode) {
