@@ -19,9 +19,12 @@ struct RankProcs {
 };
 
 /// Starts `n` copies of this program with `args` and "--rank r --id-fd FD". With `logDir`, rank
-/// r's stdout and stderr go to logDir/r<r>.log.
+/// r's stdout and stderr go to logDir/r<r>.log. With `wrapper`, each copy runs as
+/// `wrapper... /path/to/this/program args...` (found on PATH), e.g. inside `unshare --pid --fork`.
 inline bool spawnRanks(int n, const char* argv0, const std::vector<std::string>& args, RankProcs* out,
-                       const std::string& logDir = "") {
+                       const std::string& logDir = "", const std::vector<std::string>& wrapper = {}) {
+  char exe[4096] = {};
+  if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) return false;
   for (int r = 0; r < n; ++r) {
     int p[2];
     if (pipe(p) != 0) return false;
@@ -36,10 +39,14 @@ inline bool spawnRanks(int n, const char* argv0, const std::vector<std::string>&
       }
       std::vector<std::string> all = args;
       all.insert(all.end(), {"--rank", std::to_string(r), "--id-fd", std::to_string(p[0])});
-      std::vector<char*> cargv{const_cast<char*>(argv0)};
+      std::vector<std::string> front = wrapper;
+      std::vector<char*> cargv;
+      for (std::string& w : front) cargv.push_back(w.data());
+      cargv.push_back(wrapper.empty() ? const_cast<char*>(argv0) : exe);
       for (std::string& a : all) cargv.push_back(a.data());
       cargv.push_back(nullptr);
-      execv("/proc/self/exe", cargv.data());
+      if (wrapper.empty()) execv("/proc/self/exe", cargv.data());
+      else execvp(cargv[0], cargv.data());
       _exit(127);
     }
     close(p[0]);

@@ -1,8 +1,8 @@
 // Links made on demand (core/connect.h), at 256 ranks as threads of this process: every rank holds
 // exactly the links its schedules used (ring neighbours for a ring all-reduce, then the peers of
 // its point-to-point calls), links are symmetric, and the process holds exactly the descriptors
-// those links need (shared memory: none once set up; a socket: one per end) plus each rank's two
-// listeners. With NCCL_RUNTIME_CONNECT=0 every peer is linked at init instead, as before.
+// those links need (one per end: a socket, or the ring file whose lock says the end is alive)
+// plus each rank's two listeners. With NCCL_RUNTIME_CONNECT=0 every peer is linked at init instead, as before.
 //
 // Run by ctest with NCCL_ALGO=allreduce:ring (the expectation below is the ring's), and the rank
 // count and transport from the command line: links_on_demand RANKS [socket] [eager].
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   int fds = -1, want = 0;
   for (int r = 0; r < n && errors.load() == 0; ++r) {
     want += 2;  // bootstrap listener and socket transport listener
-    if (socket) want += static_cast<int>(afterP2P[static_cast<size_t>(r)].size());
+    want += static_cast<int>(afterP2P[static_cast<size_t>(r)].size());
   }
   for (int i = 0; i < 200 && errors.load() == 0; ++i) {
     fds = openFds() - fds0;

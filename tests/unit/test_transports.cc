@@ -866,6 +866,56 @@ TEST_P(ShmSetupTest, CapacityIsAPowerOfTwoOfAtLeast64KiB) {
   EXPECT_TRUE(createShmTransport()->canConnect(a, b));
 }
 
+TEST_P(ShmSetupTest, PeerThatExitsIsSeenWhileAZombieAndItsForkedChildDoesNotHideIt) {
+  // Liveness comes from a record lock the kernel drops at exit (shm_ring.h), not from the pid: a
+  // zombie still has one, and so would a pid reused or seen through another pid namespace.
+  World w = world(2, 64 << 10);
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(go[1]);
+    w.transports[0].reset();
+    auto conn = connectOne(*w.transports[1], 0);
+    if (!conn.ok()) _exit(2);
+    // A worker forked after setup inherits every descriptor and mapping, and outlives us.
+    if (fork() == 0) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      _exit(0);
+    }
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(3);
+    _exit(0);  // no destructor runs: the "closed" flag is never set
+  }
+  close(go[0]);
+  w.transports[1].reset();
+  auto conn = connectOne(*w.transports[0], 1);
+  ASSERT_TRUE(conn.ok()) << lastErrorMessage();
+  // Alive and idle: many probe periods pass without a verdict.
+  for (auto until = Clock::now() + std::chrono::milliseconds(200); Clock::now() < until;) {
+    auto v = (*conn)->peek();
+    ASSERT_TRUE(v.ok()) << lastErrorMessage();
+    ASSERT_TRUE(v->empty());
+  }
+  ASSERT_EQ(write(go[1], "x", 1), 1);
+  close(go[1]);
+  const auto exited = Clock::now();
+  Status last;
+  while (Clock::now() - exited < std::chrono::seconds(10)) {
+    auto v = (*conn)->peek();
+    if (!v.ok()) {
+      last = v.status();
+      break;
+    }
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - exited).count();
+  EXPECT_EQ(last.code(), ncclRemoteError);
+  EXPECT_LT(ms, 2000) << "the exit was seen only after " << ms << " ms";
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, WNOHANG), pid) << "the peer should have been a zombie until now";
+}
+
 INSTANTIATE_TEST_SUITE_P(Shm, ShmSetupTest, ::testing::Values(Kind::Shm), paramName);
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "transports/shm/shm_ring.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -20,7 +20,7 @@ namespace atl::transport::shm {
 namespace {
 
 constexpr uint32_t kReadyMagic = 0x41544c52;  // "ATLR"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: liveness by record locks, ends tagged with a process token
 
 size_t pageSize() {
   static const size_t size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -29,17 +29,40 @@ size_t pageSize() {
 
 uint64_t headerBytes() { return (sizeof(RingHeader) + pageSize() - 1) / pageSize() * pageSize(); }
 
-// Identifies the pid namespace, so we never probe a pid that belongs to another container.
-uint64_t pidNamespace() {
-  static const uint64_t ino = [] {
-    struct stat st{};
-    return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
-  }();
-  return ino;
+// Tells this process apart from every other one, in any pid namespace; drawn again in a forked
+// child (which inherits the memory but is another process), so ranks run as threads share it.
+uint64_t processToken() {
+  static std::atomic<uint64_t> token{0};
+  static std::atomic<pid_t> owner{0};
+  const pid_t self = ::getpid();
+  if (owner.load(std::memory_order_acquire) != self) {
+    std::random_device rd;
+    token.store((uint64_t{rd()} << 32 | rd()) | 1, std::memory_order_relaxed);
+    owner.store(self, std::memory_order_release);
+  }
+  return token.load(std::memory_order_relaxed);
+}
+
+// Byte of the ring file whose lock says "this end's process is alive".
+off_t lockByte(bool creator) { return creator ? 0 : 1; }
+
+// A POSIX record lock belongs to the process, is dropped by the kernel when the process exits
+// (before it turns into a zombie, reaped or not), is never inherited by fork() children, and is
+// seen through the shared file by a peer in any pid namespace.
+Status holdLiveness(int fd, bool creator, const std::string& name) {
+  struct flock lk{};
+  lk.l_type = F_RDLCK;
+  lk.l_whence = SEEK_SET;
+  lk.l_start = lockByte(creator);
+  lk.l_len = 1;
+  if (::fcntl(fd, F_SETLK, &lk) != 0)
+    return ATOLL_ERROR(ncclSystemError, "shm: cannot lock %s to publish liveness: %s", name.c_str(),
+                       std::strerror(errno));
+  return Status::Ok();
 }
 
 void recordSelf(RingEnd& end) {
-  end.pidNs.store(pidNamespace(), std::memory_order_relaxed);
+  end.token.store(processToken(), std::memory_order_relaxed);
   end.pid.store(static_cast<int32_t>(::getpid()), std::memory_order_release);
 }
 
@@ -86,8 +109,14 @@ Result<Ring> Ring::create(const std::string& name, size_t requestedBytes) {
   if (int err = ::posix_fallocate(fd, 0, static_cast<off_t>(total)); err != 0) return fail("fallocate", err);
   void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) return fail("mmap", errno);
-  ::close(fd);
+  if (Status st = holdLiveness(fd, true, name); !st.ok()) {
+    ::munmap(base, total);
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    return st;
+  }
 
+  ring.fd_ = fd;
   ring.base_ = base;
   ring.mapBytes_ = total;
   ring.header_ = new (base) RingHeader();
@@ -119,11 +148,13 @@ Result<Ring> Ring::attach(const std::string& name, Deadline deadline, const Abor
       const size_t size = static_cast<size_t>(st.st_size);
       if (size > headerBytes()) {  // 0 until the creator has sized it; the size is final after that
         void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        int err = errno;
-        ::close(fd);
-        if (base == MAP_FAILED)
+        if (base == MAP_FAILED) {
+          int err = errno;
+          ::close(fd);
           return ATOLL_ERROR(ncclSystemError, "mmap(%s) failed: %s", name.c_str(), std::strerror(err));
-        Ring ring;
+        }
+        Ring ring;  // owns fd and mapping from here on
+        ring.fd_ = fd;
         ring.name_ = name;
         ring.base_ = base;
         ring.mapBytes_ = size;
@@ -140,6 +171,7 @@ Result<Ring> Ring::attach(const std::string& name, Deadline deadline, const Abor
                              name.c_str(), h->version, static_cast<unsigned long long>(h->capacity));
         ring.capacity_ = h->capacity;
         ring.data_ = static_cast<std::byte*>(base) + h->dataOffset;
+        ATOLL_CHECK(holdLiveness(fd, false, name));
         recordSelf(ring.header_->sender);
         // Both ends are mapped now: the name has done its job.
         if (::shm_unlink(name.c_str()) != 0 && errno != ENOENT)
@@ -160,6 +192,7 @@ Ring& Ring::operator=(Ring&& o) noexcept {
   if (this != &o) {
     release();
     name_ = std::move(o.name_);
+    fd_ = std::exchange(o.fd_, -1);
     base_ = std::exchange(o.base_, nullptr);
     mapBytes_ = std::exchange(o.mapBytes_, 0);
     header_ = std::exchange(o.header_, nullptr);
@@ -173,6 +206,7 @@ Ring& Ring::operator=(Ring&& o) noexcept {
 Ring::~Ring() { release(); }
 
 void Ring::release() {
+  dropLiveness();
   if (base_ == nullptr) return;
   if (creator_ && header_->unlinked.load(std::memory_order_acquire) == 0) {
     if (::shm_unlink(name_.c_str()) != 0 && errno != ENOENT)
@@ -188,14 +222,24 @@ void Ring::markClosed() {
   if (header_ != nullptr) self().closed.store(1, std::memory_order_release);
 }
 
-bool Ring::peerGone(bool checkProcess) const {
+void Ring::dropLiveness() {
+  if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+}
+
+bool Ring::peerExited() const {
+  if (fd_ < 0) return false;
   const RingEnd& end = other();
-  if (end.closed.load(std::memory_order_acquire) != 0) return true;
-  if (!checkProcess) return false;
-  const int32_t pid = end.pid.load(std::memory_order_acquire);
-  // Only probe pids of our own namespace, and never ourselves (ranks as threads share a pid).
-  if (pid <= 0 || pid == ::getpid() || end.pidNs.load(std::memory_order_relaxed) != pidNamespace()) return false;
-  return ::kill(pid, 0) != 0 && errno == ESRCH;
+  // A peer in this very process (ranks as threads) shares our locks, so the probe cannot see it;
+  // it cannot die without us either. Nor can an end that has not attached yet.
+  const uint64_t token = end.token.load(std::memory_order_acquire);
+  if (token == 0 || token == processToken()) return false;
+  struct flock lk{};
+  lk.l_type = F_WRLCK;
+  lk.l_whence = SEEK_SET;
+  lk.l_start = lockByte(!creator_);
+  lk.l_len = 1;
+  if (::fcntl(fd_, F_GETLK, &lk) != 0) return false;  // cannot tell: leave it to the progress timeout
+  return lk.l_type == F_UNLCK;
 }
 
 }  // namespace atl::transport::shm

@@ -11,9 +11,13 @@
 // at once, so after setup nothing is left in /dev/shm even if both processes are killed -9 later
 // (the mapping itself lives until both ends unmap it).
 //
-// Why pids in the header: a peer that dies never sets its "closed" flag. Each end records its pid
-// (and pid namespace) so the other end can notice, cheaply and only while idle, that the process is
-// gone, and report ncclRemoteError instead of spinning until the collective timeout.
+// Why a record lock for liveness: a peer that dies never sets its "closed" flag, and its pid says
+// nothing reliable (a zombie still answers kill(pid, 0); a peer in another pid namespace has a pid
+// we cannot name). Each end keeps the ring file open and holds a POSIX read lock on one byte of it
+// (receiver byte 0, sender byte 1). The kernel drops it the moment the process exits, reaped or
+// not, and any process that shares /dev/shm can ask with F_GETLK whether it is still held. Fork
+// children do not inherit it, so a rank's forked workers cannot keep a dead rank "alive". The pid
+// stays in the header only for error messages.
 #pragma once
 
 #include <atomic>
@@ -28,9 +32,9 @@ namespace atl::transport::shm {
 
 /// Process identity of one end of a ring, as stored in the shared header.
 struct RingEnd {
-  std::atomic<int32_t> pid{0};
+  std::atomic<int32_t> pid{0};       // as seen in this end's own pid namespace (for messages)
   std::atomic<uint32_t> closed{0};   // set by this end when it shuts down in an orderly way
-  std::atomic<uint64_t> pidNs{0};    // inode of /proc/self/ns/pid (0 when unknown)
+  std::atomic<uint64_t> token{0};    // random per process: same token = same process (0: not attached)
 };
 
 struct alignas(64) RingHeader {
@@ -72,9 +76,13 @@ class Ring {
 
   /// Marks this process's end closed so the other end stops waiting (orderly shutdown).
   void markClosed();
-  /// Whether the other end is known to be gone: closed flag set, or its process no longer exists.
-  /// `checkProcess` does the (relatively costly) kill(pid, 0) probe.
-  bool peerGone(bool checkProcess) const;
+  /// Whether the other end's process has exited: asks the kernel about its liveness lock (one
+  /// fcntl call). False when it cannot tell: the peer is this process, or this end let go of
+  /// liveness.
+  bool peerExited() const;
+  /// Closes the file and with it this end's liveness lock, keeping the mapping: a link needs one
+  /// ring both ends watch, not two (ShmConnection), and a descriptor per ring end adds up.
+  void dropLiveness();
   int peerPid() const { return other().pid.load(std::memory_order_acquire); }
   bool peerClosed() const { return other().closed.load(std::memory_order_acquire) != 0; }
 
@@ -87,6 +95,7 @@ class Ring {
   RingEnd& other() const { return creator_ ? header_->sender : header_->receiver; }
 
   std::string name_;
+  int fd_ = -1;  // kept open: our liveness lock lives as long as it does
   void* base_ = nullptr;
   size_t mapBytes_ = 0;
   RingHeader* header_ = nullptr;

@@ -58,6 +58,7 @@ ShmConnection::ShmConnection(int rank, int peer, int channel, std::string peerHo
   sendTail_ = send_.header()->tail.load(std::memory_order_acquire);
   recvTail_ = recv_.header()->tail.load(std::memory_order_relaxed);
   recvHead_ = recv_.header()->head.load(std::memory_order_acquire);
+  (rank_ < peer_ ? send_ : recv_).dropLiveness();
 }
 
 ShmConnection::~ShmConnection() { shutdown(); }
@@ -65,6 +66,18 @@ ShmConnection::~ShmConnection() { shutdown(); }
 void ShmConnection::shutdown() {
   send_.markClosed();
   recv_.markClosed();
+}
+
+bool ShmConnection::probeDue(uint32_t* idle) {
+  if (++*idle % kClockEvery != 0) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < nextProbe_) return false;
+  nextProbe_ = now + kProbePeriod;
+  return true;
+}
+
+bool ShmConnection::peerGone(const Ring& ring, uint32_t* idle) {
+  return ring.peerClosed() || (probeDue(idle) && watched().peerExited());
 }
 
 Result<size_t> ShmConnection::send(const void* data, size_t n) {
@@ -77,8 +90,7 @@ Result<size_t> ShmConnection::send(const void* data, size_t n) {
   }
   if (space == 0) {
     // The reader may be gone for good; look only now and then, a full ring is usually just a busy reader.
-    bool probe = ++sendIdle_ % kProbeInterval == 0;
-    if (send_.peerGone(probe))
+    if (peerGone(send_, &sendIdle_))
       return ATOLL_ERROR(ncclRemoteError, "shm: rank %d: peer rank %d (pid %d on host %s) %s channel %d", rank_, peer_,
                          send_.peerPid(), peerHost_.c_str(), send_.peerClosed() ? "closed" : "exited without closing",
                          channel_);
@@ -99,8 +111,7 @@ Result<std::span<const std::byte>> ShmConnection::peek() {
   const uint64_t cap = recv_.capacity();
   recvHead_ = recv_.header()->head.load(std::memory_order_acquire);
   if ((recvHead_ & ~uint64_t{7}) <= recvTail_) {  // no whole word to hand out
-    bool probe = ++recvIdle_ % kProbeInterval == 0;
-    if (recv_.peerGone(probe)) {
+    if (peerGone(recv_, &recvIdle_)) {
       // The writer is gone, so head is final: hand out what it wrote before failing.
       recvHead_ = recv_.header()->head.load(std::memory_order_acquire);
       if ((recvHead_ & ~uint64_t{7}) <= recvTail_)

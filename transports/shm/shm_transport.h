@@ -10,11 +10,14 @@
 // pads every message to 8 bytes, so nothing is withheld for long), and the ring capacity is a power
 // of two, so the ring end never splits a word either.
 //
-// Dead peers: an orderly close sets a flag in the header; a crashed peer is noticed by probing its
-// pid, only after many idle polls so the hot path stays a pair of atomic loads. Either way the
-// reader first drains what the peer managed to write, then gets ncclRemoteError.
+// Dead peers: an orderly close sets a flag in the header; a crashed peer is noticed by asking the
+// kernel whether it still holds its liveness lock (shm_ring.h), at most every kProbePeriod of
+// idling, so the hot path stays a pair of atomic loads. Both ends watch the same ring, the one the
+// lower rank receives on, and let go of the other ring's file: one descriptor per link end. Either way the reader first drains what
+// the peer managed to write, then gets ncclRemoteError.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "transports/shm/shm_ring.h"
@@ -35,9 +38,16 @@ class ShmConnection final : public Connection {
   void shutdown() override;
 
  private:
-  // Idle polls between kill(pid, 0) probes for a dead peer (~0.3 us each): often enough that an
-  // oversubscribed host (8 ranks on 2 cores, where each idle poll may yield) still notices in ~1 s.
-  static constexpr uint32_t kProbeInterval = 1u << 10;
+  // Idle time between liveness probes. Time, not a poll count: on an oversubscribed host (8 ranks
+  // on 2 cores) one idle poll may yield for milliseconds, so counts gave anything from 1 ms to 1 s.
+  static constexpr auto kProbePeriod = std::chrono::milliseconds(5);
+  // Idle polls between clock reads, so an idle spin costs a clock read only now and then.
+  static constexpr uint32_t kClockEvery = 64;
+  /// Whether an idle end should probe its peer now (counts idle polls in *idle).
+  bool probeDue(uint32_t* idle);
+  /// Whether the peer is gone: it closed `ring`, or (when a probe is due) its process exited.
+  bool peerGone(const Ring& ring, uint32_t* idle);
+  const Ring& watched() const { return rank_ < peer_ ? recv_ : send_; }
 
   int rank_, peer_, channel_;
   std::string peerHost_;  // for error messages
@@ -47,6 +57,7 @@ class ShmConnection final : public Connection {
   uint64_t recvTail_ = 0;    // our copy of recv_.tail
   uint64_t recvHead_ = 0;    // last head seen
   uint32_t sendIdle_ = 0, recvIdle_ = 0;
+  std::chrono::steady_clock::time_point nextProbe_{};
 };
 
 class ShmTransport final : public Transport {
