@@ -11,6 +11,8 @@ namespace atl::topo {
 
 namespace {
 
+constexpr double kSmpLatUs = 0.6;  // as detection links sockets (detect_sysfs.cc)
+
 std::string num(double v) {
   char buf[64];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
@@ -40,6 +42,18 @@ bool typeFromName(const std::string& n, NodeType* t) {
   if (it == names.end()) return false;
   *t = it->second;
   return true;
+}
+// A device's PCI class as NCCL reads it (kvDictPciClass): 0x03.. display (GPU), 0x02.. network (NIC).
+bool typeFromPciClass(const std::string& cls, NodeType* t) {
+  if (cls.rfind("0x03", 0) == 0) return *t = NodeType::Gpu, true;
+  if (cls.rfind("0x02", 0) == 0) return *t = NodeType::Nic, true;
+  return false;
+}
+bool hasNodeChild(const XmlElement& e) {
+  NodeType t;
+  for (const XmlElement& c : e.children)
+    if (typeFromName(c.name, &t)) return true;
+  return false;
 }
 bool linkFromName(const std::string& n, LinkType* t) {
   for (LinkType c : {LinkType::NvLink, LinkType::Pci, LinkType::Smp, LinkType::Net, LinkType::Local})
@@ -108,6 +122,12 @@ class Loader {
       if (!nvlink(gpu, *e)) return status_;
     for (const XmlElement* e : links)
       if (!link(*e)) return status_;
+    // NCCL's format lists no CPU-to-CPU links (NCCL joins a node's CPUs itself), so its CPUs are
+    // joined as detection joins them, unless the file links a pair.
+    for (size_t i = 0; i < ncclCpus_.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (!linked(ncclCpus_[j], ncclCpus_[i]))
+          g_.addLink(ncclCpus_[j], ncclCpus_[i], LinkType::Smp, kSmpGBs, kSmpLatUs);
     return std::move(g_);
   }
 
@@ -143,6 +163,14 @@ class Loader {
         body = &e.children[0];
       }
     }
+    // A device given only as a classed <pci> leaf (Azure's ND-series and AWS's p4d files): NCCL keeps
+    // the tree and lets detection fill in the <gpu>/<nic>. The file is all we have, so the class says.
+    NodeType byClass;
+    if (t == NodeType::Pci && body == &e && !hasNodeChild(e))
+      if (const std::string* cls = e.attr("class"); cls && typeFromPciClass(*cls, &byClass)) t = byClass;
+    const std::string* busid = e.attr("busid");
+    if (e.name == "nic" && (!busid || busid->empty()) && parent >= 0 && g_.node(parent).type == NodeType::Cpu)
+      return netsUnderCpu(e, parent);
     Node n;
     n.type = t;
     const char* idKey = isPciDevice(t) ? "busid" : "id";
@@ -170,7 +198,9 @@ class Loader {
     if (parent >= 0 && n.numa < 0) n.numa = g_.node(parent).numa;
     double bw = t == NodeType::Numa ? kSmpGBs : kPciGen4x16GBs, lat = t == NodeType::Numa ? 0.1 : 0.5;
     if (!numAttr(e, "link_bw", &bw) || !numAttr(e, "link_lat", &lat)) return false;
+    const bool ncclCpu = t == NodeType::Cpu && !(id && !id->empty());
     const int self = g_.addNode(std::move(n));
+    if (ncclCpu) ncclCpus_.push_back(self);
     if (parent >= 0) g_.addLink(parent, self, t == NodeType::Numa ? LinkType::Local : LinkType::Pci, bw, lat);
     for (const XmlElement& c : body->children) {
       if (c.name == "nvlink" && t == NodeType::Gpu) {
@@ -184,6 +214,37 @@ class Loader {
       if (!element(c, self, ct)) return false;
     }
     return true;
+  }
+
+  // NCCL puts every NIC it finds no PCI device for (a VM's virtual NIC, say) in one <nic> without a
+  // busid under a <cpu>, one <net> each, and hangs it off that CPU. Here each <net> is a NIC of its
+  // own, named by its device, on the CPU's NUMA node, with the link any device nested without
+  // link_bw gets. Its dump carries the name as busid and loads back the same.
+  bool netsUnderCpu(const XmlElement& e, int cpu) {
+    double bw = kPciGen4x16GBs, lat = 0.5;
+    if (!numAttr(e, "link_bw", &bw) || !numAttr(e, "link_lat", &lat)) return false;
+    const char* why = "missing busid (under a <cpu>, a <nic> without one needs a <net name=..> per device)";
+    int nets = 0;
+    for (const XmlElement& c : e.children) {
+      if (c.name != "net") continue;
+      const std::string* name = c.attr("name");
+      if (!name || name->empty()) return fail(e, why);
+      Node n;
+      n.type = NodeType::Nic;
+      n.id = n.name = *name;
+      n.numa = g_.node(cpu).numa;
+      if (!numAttr(c, "speed", &n.speedMbps)) return false;
+      if (g_.find(NodeType::Nic, n.id) >= 0) return fail(c, "duplicate " + ref(n));
+      g_.addLink(cpu, g_.addNode(std::move(n)), LinkType::Pci, bw, lat);
+      ++nets;
+    }
+    return nets > 0 || fail(e, why);
+  }
+
+  bool linked(int a, int b) const {
+    for (int l : g_.linksOf(a))
+      if (g_.other(l, a) == b) return true;
+    return false;
   }
 
   int resolve(const std::string& r) const {
@@ -201,10 +262,11 @@ class Loader {
     int peer = g_.find(toSwitch ? NodeType::NvSwitch : NodeType::Gpu, *target);
     if (peer < 0 && toSwitch) peer = g_.addNode(Node{NodeType::NvSwitch, *target, "", -1, -1, 0, 0});
     if (peer < 0) return fail(e, "target " + *target + " is not a known GPU");
-    if (peer == gpu) return fail(e, "NVLink from a GPU to itself");
     int count = 1;
     if (!intAttr(e, "count", &count)) return false;
     if (count < 1) return fail(e, "count must be >= 1");
+    // Real dumps name the GPU itself (Azure's NC A100 v4 file, for every GPU): it joins nothing.
+    if (peer == gpu) return true;
     // NCCL lists the link from both ends; keep one.
     for (int l : g_.linksOf(gpu))
       if (g_.other(l, gpu) == peer && g_.links()[static_cast<size_t>(l)].type == LinkType::NvLink) return true;
@@ -233,6 +295,7 @@ class Loader {
   Graph g_;
   Status status_{ncclInvalidArgument};
   std::vector<std::pair<int, const XmlElement*>> nvlinks_;
+  std::vector<int> ncclCpus_;  // <cpu>s named by numaid alone, as NCCL writes them
 };
 
 }  // namespace

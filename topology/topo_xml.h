@@ -11,8 +11,12 @@
 //     <link a="gpu:0000:18:00.0" b="nvswitch:nvs0" type="nvlink" bw="450" lat="0.7" count="18"/>
 //   </system>
 // Tree edges (cpu -> numa/pci/gpu/nic) nest; every other link is a top-level <link>. NCCL's own
-// form of a device, <pci busid=X><gpu dev=.../></pci>, and <nvlink target=.. count=..> inside a
-// <gpu>, are read too. Unknown elements and attributes are ignored so real NCCL dumps load.
+// forms are read too, so real dumps and cloud images' NCCL_TOPO_FILEs load (tests/unit/
+// topology_fixtures): <pci busid=X><gpu dev=.../></pci> is one GPU at X; a leaf <pci class=..> is a
+// GPU (0x03..) or NIC (0x02..); a <nic> without busid under a <cpu> gives one NIC per <net>, named by
+// it, on that CPU; <nvlink target=.. count=..> inside a <gpu> is an NVLink (one naming its own GPU is
+// dropped); <cpu numaid=N> without id is cpuN, and such CPUs are SMP-linked pairwise unless a <link>
+// joins them. Unknown elements and attributes are ignored.
 #pragma once
 
 #include <string>

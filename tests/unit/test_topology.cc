@@ -267,7 +267,7 @@ TEST(TopologyXml, MalformedInputErrors) {
       {"<system><cpu id=\"c\"><pci busid=\"0000:01:00.0\" link_bw=\"-3\"/></cpu></system>", "non-negative"},
       {"<system><cpu id=\"c\"><cpu id=\"d\"/></cpu></system>", "cannot nest"},
       // Graphs whose dump would not load again, or whose numbers the cost model cannot use (tests/fuzz).
-      {"<system><gpu busid=\"a\"><nvlink target=\"a\"/></gpu></system>", "to itself"},
+      {"<system><gpu busid=\"a\"/><link a=\"gpu:a\" b=\"gpu:a\" type=\"nvlink\" bw=\"1\"/></system>", "to itself"},
       {"<system><gpu busid=\"a\"><nvlink target=\"\" tclass=\"nvswitch\"/></gpu></system>", "missing target"},
       {"<system><gpu busid=\"a\"/><gpu busid=\"b\"/><link a=\"gpu:a\" b=\"gpu:b\" type=\"nvlink\" bw=\"1\" "
        "count=\"0\"/></system>",
