@@ -50,6 +50,8 @@ struct Context {
   std::vector<PeerInfo> peers;
   size_t bufferBytes = 4u << 20;  // per connection and direction; a multiple of 8
   int timeoutMs = 120000;         // for connection setup
+  int heartbeatMs = 1000;         // socket links: keepalive period (0 = off), see ATOLL_HEARTBEAT_MS
+  int heartbeatTimeoutMs = 2000;  // socket links: no acknowledgement for this long = peer host gone
   const AbortFlag* abort = nullptr;
 };
 

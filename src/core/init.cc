@@ -116,6 +116,9 @@ Status initComm(ncclComm* comm, int nranks, std::span<const ncclUniqueId> ids, i
   if (const int64_t callMs = params::getInt(params::Id::TimeoutMs); callMs > 0 && (setupMs <= 0 || callMs < setupMs))
     setupMs = callMs;
   ctx.timeoutMs = static_cast<int>(std::clamp<int64_t>(setupMs, 0, 1 << 30));
+  ctx.heartbeatMs = static_cast<int>(std::clamp<int64_t>(params::getInt(params::Id::HeartbeatMs), 0, 1 << 30));
+  ctx.heartbeatTimeoutMs =
+      static_cast<int>(std::clamp<int64_t>(params::getInt(params::Id::HeartbeatTimeoutMs), 1, 1 << 30));
   ctx.abort = &comm->abortFlag;
   ATOLL_CHECK(comm->links.shm->attach(comm->links.contextPtr));
   ATOLL_CHECK(comm->links.socket->attach(comm->links.contextPtr));

@@ -61,6 +61,15 @@ ATOLL_PARAM(PlanCacheSize, "ATOLL_PLAN_CACHE_SIZE", Int, "64",
 ATOLL_PARAM(TimeoutMs, "ATOLL_TIMEOUT_MS", Int, "300000",
             "A collective that makes no progress for this long fails with ncclSystemError (0 = wait forever). "
             "The survivors then spend up to this long again (clamped to 0.3-5 s) finding which rank went silent.")
+ATOLL_PARAM(HeartbeatMs, "ATOLL_HEARTBEAT_MS", Int, "1000",
+            "Socket links: after this long without traffic the kernel sends a TCP keepalive probe, and again at this "
+            "interval (whole seconds, at least 1 s, as TCP counts them). The peer's kernel answers, so a rank that is "
+            "only busy (computing, stopped in a debugger) is never declared dead by it. 0 = no heartbeats at all.")
+ATOLL_PARAM(HeartbeatTimeoutMs, "ATOLL_HEARTBEAT_TIMEOUT_MS", Int, "2000",
+            "Socket links: a peer host that acknowledges nothing for this long is declared unreachable and the call "
+            "fails with ncclRemoteError naming it: an idle link after this many keepalive probes' worth of silence, a "
+            "link a call waits on when its data in flight or two window probes went unanswered this long. A host "
+            "that vanished without a FIN (power, cable, partition) is found in about this time.")
 ATOLL_PARAM(Check, "ATOLL_CHECK", Bool, "0",
             "Before every launch, compare a fingerprint of the call (sequence, collective, count, type, op, root) "
             "over a binomial tree of bootstrap messages (2 ceil(log2 n) hops), or for send/recv the bytes each pair "

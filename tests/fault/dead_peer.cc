@@ -16,6 +16,10 @@
 //                  joins its workers one by one does: a victim after the survivors stays a zombie;
 //   --pidns        each rank in its own pid namespace (unshare --pid --fork), /dev/shm shared;
 //   --victim-forks the victim forks a child after init (as a data-loader worker) that outlives it;
+//   --vanish-netns NS  the victim runs in network namespace NS (another host) and, instead of
+//                  dying, takes its eth0 down and freezes: a host gone without a FIN;
+//   --slow-ms MS   nobody dies: the victim sleeps MS before one call while the others wait in it,
+//                  and every call must succeed (a busy rank is not a dead one);
 //   --launch atollrun|mpirun|env   under atollrun, Open MPI's mpirun, or torchrun-style
 //                  RANK/WORLD_SIZE/MASTER_ADDR variables (ranks started here, reaped late). The
 //                  survivors ignore SIGTERM so a launcher that stops the job on the first death
@@ -23,9 +27,15 @@
 //                  later, and a survivor killed before it reported fails the test.
 //
 //   dead_peer --ranks N --victim V [--bytes B] [--limit-ms L] [--stop | --shrink]
-//             [--reap-late] [--pidns] [--victim-forks] [--launch STYLE [--atollrun PATH]]   (NCCL_SHM_DISABLE=1: sockets)
+//             [--reap-late] [--pidns] [--victim-forks] [--vanish-netns NS] [--slow-ms MS]
+//             [--launch STYLE [--atollrun PATH]]   (NCCL_SHM_DISABLE=1: sockets)
 #include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +81,7 @@ int threads() {
 
 constexpr int kShrinkFailed = 8;  // the survivors could not rebuild and compute without the victim
 constexpr int kWrongCause = 9;    // a survivor's error does not name the victim and its host
+constexpr int kAllDone = 100;     // --slow-ms: every call succeeded
 
 /// Survivors only: a communicator without the victim, and a correct all-reduce on it.
 bool recover(ncclComm_t comm, int rank, int nranks, int victim) {
@@ -94,8 +105,32 @@ struct Options {
   size_t bytes = 32u << 20;
   long limitMs = 5000;
   bool stop = false, shrink = false, reapLate = false, pidns = false, launched = false, victimForks = false;
-  std::string launch, atollrun = "atollrun", reportDir;
+  long slowMs = 0;
+  std::string launch, atollrun = "atollrun", reportDir, vanishNetns;
 };
+
+/// The victim's host, for --vanish-netns: its own network namespace and NCCL_HOSTID.
+bool enterVictimHost(const std::string& netns) {
+  const int fd = ::open(("/var/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+    std::fprintf(stderr, "cannot enter network namespace %s: %s\n", netns.c_str(), std::strerror(errno));
+    return false;
+  }
+  ::close(fd);
+  setenv("NCCL_HOSTID", "vanishing-host", 1);
+  return true;
+}
+
+/// Takes this namespace's eth0 down: from the peers' side the host is gone without a FIN or RST.
+void vanish() {
+  const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "eth0", IFNAMSIZ - 1);
+  if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) != 0) return;
+  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags & ~IFF_UP);
+  ioctl(s, SIOCSIFFLAGS, &ifr);
+  ::close(s);
+}
 
 /// Rank side: joins `id`, runs all-reduces until the victim dies, and reports (fault_report.h).
 int runRank(const Options& o, int rank, const ncclUniqueId& id, const atl::perf::World* world) {
@@ -120,12 +155,22 @@ int runRank(const Options& o, int rank, const ncclUniqueId& id, const atl::perf:
     return code;
   };
   for (int iter = 0;; ++iter) {
-    if (rank == victim && iter == 2) {
-      // Die part-way through the next call, not between calls.
-      std::thread([stop = o.stop, report] {
+    if (o.slowMs > 0 && iter == 4) {
+      // Slow, not dead: everyone finished, and nobody may have given up on the slow rank.
+      ncclCommDestroy(comm);
+      return verdict(kAllDone);
+    }
+    if (rank == victim && iter == 2 && o.slowMs > 0) {
+      // Busy elsewhere (as a rank computing before its next collective) while the others already
+      // sent it all their socket buffers can hold.
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.slowMs));
+    } else if (rank == victim && iter == 2) {
+      // Die (or freeze, or lose the host's network) part-way through the next call, not between calls.
+      std::thread([stop = o.stop, net = !o.vanishNetns.empty(), report] {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        report(std::string(stop ? "stopped " : "killed ") + std::to_string(atl::test::monotonicNs()));
-        raise(stop ? SIGSTOP : SIGKILL);
+        report(std::string(stop || net ? "stopped " : "killed ") + std::to_string(atl::test::monotonicNs()));
+        if (net) vanish();
+        raise(stop || net ? SIGSTOP : SIGKILL);
       }).detach();
     }
     ncclResult_t r = ncclAllReduce(buf.data(), buf.data(), count, ncclFloat, ncclSum, comm, nullptr);
@@ -170,6 +215,15 @@ int runRank(const Options& o, int rank, const ncclUniqueId& id, const atl::perf:
 /// Judges the reports once every rank is gone; returns the number of failures.
 int judge(const Options& o) {
   int failures = 0;
+  if (o.slowMs > 0) {
+    for (int rank = 0; rank < o.nranks; ++rank) {
+      const atl::test::RankReport r = atl::test::readReport(o.reportDir, rank);
+      const bool done = r.verdict == kAllDone && r.failedNs < 0;
+      std::printf("rank %d: %s\n", rank, done ? "finished every call" : "FAILED: a call failed or never returned");
+      failures += done ? 0 : 1;
+    }
+    return failures;
+  }
   const atl::test::RankReport v = atl::test::readReport(o.reportDir, o.victim);
   if (v.killedNs < 0) {
     std::printf("FAIL: the victim (rank %d) never reached its kill\n", o.victim);
@@ -241,7 +295,8 @@ bool waitAll(const std::vector<pid_t>& pids, const Options& o, bool groups) {
       continue;
     }
     --left;
-    if (pid == victimPid && !o.stop && !o.pidns && !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
+    if (pid == victimPid && !o.stop && !o.pidns && o.vanishNetns.empty() && o.slowMs == 0 &&
+        !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
       std::printf("victim ended with status %#x, not SIGKILL\n", status);
     // Frozen, not dead: once every survivor is done the victim is killed here.
     if (victimStopped && left == 1) kill(victimPid, SIGKILL);
@@ -314,6 +369,8 @@ int main(int argc, char** argv) {
     else if (a == "--pidns") o.pidns = true;
     else if (a == "--launched") o.launched = true;
     else if (a == "--victim-forks") o.victimForks = true;
+    else if (a == "--vanish-netns") o.vanishNetns = next();
+    else if (a == "--slow-ms") o.slowMs = std::atol(next());
     else if (a == "--launch") o.launch = next();
     else if (a == "--atollrun") o.atollrun = next();
     else return std::fprintf(stderr, "unknown argument %s\n", a.c_str()), 2;
@@ -322,6 +379,7 @@ int main(int argc, char** argv) {
   if (o.victim < 0 || o.victim >= o.nranks || (o.stop && (o.reapLate || o.pidns || !o.launch.empty())))
     return std::fprintf(stderr, "bad --victim, or --stop with another launch mode\n"), 2;
   if (childRank >= 0) {
+    if (childRank == o.victim && !o.vanishNetns.empty() && !enterVictimHost(o.vanishNetns)) return 2;
     ncclUniqueId id;
     if (!atl::test::readUniqueId(idFd, &id)) return 2;
     return runRank(o, childRank, id, nullptr);
@@ -343,6 +401,8 @@ int main(int argc, char** argv) {
   if (o.stop) args.push_back("--stop");
   if (o.shrink) args.push_back("--shrink");
   if (o.victimForks) args.push_back("--victim-forks");
+  if (!o.vanishNetns.empty()) args.insert(args.end(), {"--vanish-netns", o.vanishNetns});
+  if (o.slowMs > 0) args.insert(args.end(), {"--slow-ms", std::to_string(o.slowMs)});
   std::vector<pid_t> pids;
   bool ran = false;
   if (!o.launch.empty()) {

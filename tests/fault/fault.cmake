@@ -51,6 +51,19 @@ foreach(cfg "reap_late_shm_4;--reap-late;" "reap_late_socket_4;--reap-late;NCCL_
   endif()
 endforeach()
 
+# Dead hosts and busy ranks (socket heartbeats: TCP keepalive with TCP_USER_TIMEOUT). A host whose
+# network disappears is reported within 3 s by default (emulated hosts, needs root); a rank that
+# sleeps 6 s before a call, three heartbeat timeouts, while its peers wait in that call with their
+# data sent, is never declared dead.
+if(ATOLL_SANITIZE STREQUAL "")
+  add_test(NAME fault_host_vanishes COMMAND ${CMAKE_CURRENT_LIST_DIR}/host_vanishes.sh $<TARGET_FILE:dead_peer> 3000)
+  set_tests_properties(fault_host_vanishes PROPERTIES TIMEOUT 150 LABELS "fault;netns" RUN_SERIAL TRUE
+                       SKIP_RETURN_CODE 77)
+endif()
+add_test(NAME fault_slow_rank_socket_4 COMMAND dead_peer --ranks 4 --victim 2 --slow-ms 6000)
+set_tests_properties(fault_slow_rank_socket_4 PROPERTIES TIMEOUT 150 LABELS "fault" RUN_SERIAL TRUE
+                     ENVIRONMENT "NCCL_SHM_DISABLE=1")
+
 # ATOLL_CHECK: mismatched calls become ncclInvalidUsage on every rank involved (same message), the
 # communicator stays usable, and correct calls raise nothing.
 add_executable(call_mismatch ${CMAKE_CURRENT_LIST_DIR}/call_mismatch.cc)

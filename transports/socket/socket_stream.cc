@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -21,13 +22,14 @@ size_t SocketConnection::stagingCapacity(size_t requestedBytes) {
 }
 
 SocketConnection::SocketConnection(net::Fd fd, int rank, int peer, int channel, std::string peerAddr,
-                                   size_t bufferBytes)
+                                   size_t bufferBytes, Heartbeat heartbeat)
     : fd_(std::move(fd)),
       rank_(rank),
       peer_(peer),
       channel_(channel),
       peerAddr_(std::move(peerAddr)),
-      cap_(stagingCapacity(bufferBytes)) {
+      cap_(stagingCapacity(bufferBytes)),
+      heartbeat_(heartbeat) {
   // The staging ring is allocated on first use, uninitialised: large receives land straight in the
   // user's buffer (receiveInto), so many links never stage anything, and a zero-filled megabyte per
   // link would be resident memory for nothing.
@@ -37,9 +39,42 @@ SocketConnection::SocketConnection(net::Fd fd, int rank, int peer, int channel, 
   int bytes = std::max<int>(kSocketBufferBytes, static_cast<int>(std::min<size_t>(bufferBytes, 1u << 30)));
   ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
   ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+  if (heartbeat_.periodMs > 0) {
+    // An idle link is the kernel's job: probes after periodS of silence, then every periodS, and
+    // ETIMEDOUT after `probes` unanswered ones (whole seconds, as TCP counts them). Not
+    // TCP_USER_TIMEOUT: it also ends a link whose receiver keeps its window shut while answering
+    // every probe, which is what a live rank busy elsewhere does (fault_slow_rank_socket_4).
+    const int one = 1, periodS = std::max(1, (heartbeat_.periodMs + 999) / 1000);
+    const int probes = std::clamp((heartbeat_.timeoutMs + periodS * 1000 - 1) / (periodS * 1000) - 1, 1, 127);
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPIDLE, &periodS, sizeof(periodS));
+    ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPINTVL, &periodS, sizeof(periodS));
+    ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
+  }
+}
+
+Status SocketConnection::checkPeerHost() {
+  // Keepalive only runs on an idle link. A link with data in flight, or probing a shut window,
+  // is judged here while a call waits on it: a live host acknowledges data within a round trip
+  // and answers every window probe, however busy the process behind it is.
+  if (heartbeat_.periodMs <= 0) return Status::Ok();
+  const auto now = std::chrono::steady_clock::now();
+  if (now < nextHostCheck_) return Status::Ok();
+  nextHostCheck_ = now + kHostCheckEvery;
+  tcp_info ti{};
+  socklen_t len = sizeof ti;
+  if (::getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return Status::Ok();
+  const bool waitingForAck = ti.tcpi_unacked > 0 || ti.tcpi_probes >= 2;
+  if (waitingForAck && ti.tcpi_last_ack_recv >= static_cast<uint32_t>(heartbeat_.timeoutMs)) return lost("", ETIMEDOUT);
+  return Status::Ok();
 }
 
 Status SocketConnection::lost(const char* what, int err) {
+  if (err == ETIMEDOUT && heartbeat_.periodMs > 0)
+    return ATOLL_ERROR(ncclRemoteError,
+                       "socket: rank %d: peer rank %d (%s) channel %d: its host acknowledged nothing for %d ms "
+                       "(ATOLL_HEARTBEAT_MS, ATOLL_HEARTBEAT_TIMEOUT_MS): host down or unreachable",
+                       rank_, peer_, peerAddr_.c_str(), channel_, heartbeat_.timeoutMs);
   if (err == -1)
     return ATOLL_ERROR(ncclRemoteError, "socket: rank %d: peer rank %d (%s) closed channel %d", rank_, peer_,
                        peerAddr_.c_str(), channel_);
@@ -53,7 +88,10 @@ Result<size_t> SocketConnection::send(const void* data, size_t n) {
     ssize_t rc = ::send(fd_.get(), data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (rc >= 0) return static_cast<size_t>(rc);
     if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return size_t{0};
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      ATOLL_CHECK(checkPeerHost());
+      return size_t{0};
+    }
     int err = errno;
     if (err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ETIMEDOUT) return lost("sending to", err);
     return ATOLL_ERROR(ncclSystemError, "socket: rank %d: send to rank %d (%s) channel %d failed: %s", rank_, peer_,
@@ -70,7 +108,10 @@ Result<size_t> SocketConnection::recvSome(void* dst, size_t n) {
       return size_t{0};
     }
     if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return size_t{0};
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      ATOLL_CHECK(checkPeerHost());
+      return size_t{0};
+    }
     int err = errno;
     if (err == ECONNRESET || err == ETIMEDOUT || err == ENOTCONN || err == EPIPE) {
       closedErr_ = err;

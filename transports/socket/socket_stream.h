@@ -14,6 +14,7 @@
 // bytes that bypass an empty ring advance both, keeping ring offsets and stream words aligned.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -23,10 +24,20 @@
 
 namespace atl::transport::socket {
 
+/// How a link finds out that the peer's host is gone without a word (power, cable, partition):
+/// TCP keepalive probes after `periodMs` idle, and a link that waits on acknowledgements (data in
+/// flight, window probes) that have not come for `timeoutMs`. Kernels answer both, so a busy or
+/// stopped peer process still does; only its host going silent counts. periodMs 0 = neither.
+struct Heartbeat {
+  int periodMs = 0;
+  int timeoutMs = 0;
+};
+
 class SocketConnection final : public Connection {
  public:
   /// Takes an established, authenticated socket; makes it non-blocking with large buffers.
-  SocketConnection(net::Fd fd, int rank, int peer, int channel, std::string peerAddr, size_t bufferBytes);
+  SocketConnection(net::Fd fd, int rank, int peer, int channel, std::string peerAddr, size_t bufferBytes,
+                   Heartbeat heartbeat = {});
 
   Result<size_t> send(const void* data, size_t n) override;
   Result<std::span<const std::byte>> peek() override;
@@ -44,6 +55,9 @@ class SocketConnection final : public Connection {
   /// gone (then closedErr_ is set); other failures are errors.
   Result<size_t> recvSome(void* dst, size_t n);
   Status lost(const char* what, int err);
+  /// While a call waits on this link: whether the peer's host stopped acknowledging (Heartbeat).
+  Status checkPeerHost();
+  static constexpr auto kHostCheckEvery = std::chrono::milliseconds(50);
 
   net::Fd fd_;
   int rank_, peer_, channel_;
@@ -53,6 +67,8 @@ class SocketConnection final : public Connection {
   uint64_t head_ = 0;  // stream position received so far (through the ring or around it)
   uint64_t tail_ = 0;  // stream position consumed so far
   int closedErr_ = 0;  // errno-style reason once the peer is gone (-1 = orderly EOF)
+  Heartbeat heartbeat_;
+  std::chrono::steady_clock::time_point nextHostCheck_{};
 };
 
 }  // namespace atl::transport::socket

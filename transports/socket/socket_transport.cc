@@ -92,7 +92,8 @@ class SocketConnector final : public Connector {
     const transport::PeerInfo& who = ctx_->peers[static_cast<size_t>(peer_)];
     std::string name = "host " + std::string(who.hostname, strnlen(who.hostname, sizeof who.hostname)) + " at " + peerAddr;
     return std::unique_ptr<Connection>(std::make_unique<SocketConnection>(std::move(fd_), ctx_->rank, peer_, channel_,
-                                                                          std::move(name), ctx_->bufferBytes));
+                                                                          std::move(name), ctx_->bufferBytes,
+                                                                          Heartbeat{ctx_->heartbeatMs, ctx_->heartbeatTimeoutMs}));
   }
 
  private:
