@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <random>
 #include <thread>
@@ -31,14 +32,21 @@ uint64_t headerBytes() { return (sizeof(RingHeader) + pageSize() - 1) / pageSize
 
 // Tells this process apart from every other one, in any pid namespace; drawn again in a forked
 // child (which inherits the memory but is another process), so ranks run as threads share it.
+// Drawn under a lock: two threads drawing at once would tag one process's ends differently, and a
+// peer in this process would then look like another one whose lock is gone (F_GETLK does not see
+// our own locks).
 uint64_t processToken() {
+  static std::mutex drawing;
   static std::atomic<uint64_t> token{0};
   static std::atomic<pid_t> owner{0};
   const pid_t self = ::getpid();
   if (owner.load(std::memory_order_acquire) != self) {
-    std::random_device rd;
-    token.store((uint64_t{rd()} << 32 | rd()) | 1, std::memory_order_relaxed);
-    owner.store(self, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(drawing);
+    if (owner.load(std::memory_order_relaxed) != self) {
+      std::random_device rd;
+      token.store((uint64_t{rd()} << 32 | rd()) | 1, std::memory_order_relaxed);
+      owner.store(self, std::memory_order_release);
+    }
   }
   return token.load(std::memory_order_relaxed);
 }
