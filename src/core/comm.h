@@ -11,6 +11,7 @@
 #include "core/comm_topology.h"
 #include "core/plan_cache.h"
 #include "core/redop.h"
+#include "core/registrations.h"
 #include "device/device.h"
 #include "engine/connections.h"
 #include "nccl.h"
@@ -54,6 +55,7 @@ struct ncclComm {
   std::unique_ptr<atl::bootstrap::Bootstrap> bootstrap;
   atl::CommLinks links;
   atl::RedOpTable redops;
+  atl::RegistrationTable registrations;  // ncclCommRegister; freed with the communicator
   atl::CommTopology topology;
   atl::PlanCache plans;  // used only by the thread issuing calls on this communicator
   const atl::device::Device* device = nullptr;

@@ -1,24 +1,11 @@
 // Query, error-reporting, memory and reduction-operator entry points.
 #include <cstring>
-#include <mutex>
-#include <unordered_set>
 
 #include "core/comm.h"
 #include "core/nccl_api.h"
 #include "kernels/host/reduce.h"
 
 using namespace atl;
-
-namespace {
-// Buffers handed out by ncclCommRegister, so a bad handle at deregistration is an error.
-std::mutex gRegMutex;
-std::unordered_set<void*> gRegistrations;
-struct Registration {
-  const ncclComm* comm;
-  void* buff;
-  size_t size;
-};
-}  // namespace
 
 NCCL_API(ncclResult_t, ncclGetVersion, int* version) {
   return apiGuard(__func__, [&]() -> Status {
@@ -106,16 +93,14 @@ NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
 }
 
 // Host buffers need no pinning for the shm/socket transports, so registration only records the
-// buffer; it exists so that code written for NCCL's zero-copy paths runs unchanged.
+// buffer; it exists so that code written for NCCL's zero-copy paths runs unchanged. The
+// communicator owns the record (core/registrations.h), so destroy and abort release it.
 NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
   return apiGuard(__func__, [&]() -> Status {
     ATOLL_CHECK(checkComm(comm, "ncclCommRegister"));
     if (handle == nullptr || (buff == nullptr && size > 0))
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommRegister: NULL handle or buffer");
-    auto* reg = new Registration{comm, buff, size};
-    std::lock_guard<std::mutex> lock(gRegMutex);
-    gRegistrations.insert(reg);
-    *handle = reg;
+    *handle = comm->registrations.add(buff, size);
     return Status::Ok();
   });
 }
@@ -123,12 +108,8 @@ NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size
 NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
   return apiGuard(__func__, [&]() -> Status {
     ATOLL_CHECK(checkComm(comm, "ncclCommDeregister"));
-    std::lock_guard<std::mutex> lock(gRegMutex);
-    auto it = gRegistrations.find(handle);
-    if (it == gRegistrations.end() || static_cast<Registration*>(handle)->comm != comm)
+    if (!comm->registrations.remove(handle))
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommDeregister: %p is not a registration of this communicator", handle);
-    gRegistrations.erase(it);
-    delete static_cast<Registration*>(handle);
     return Status::Ok();
   });
 }

@@ -1,13 +1,16 @@
 #include "core/params.h"
 
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/debug.h"
@@ -26,6 +29,7 @@ struct Value {
   int64_t number = 0;
   std::string text;
   Source source = Source::Default;
+  bool operator==(const Value&) const = default;
 };
 
 bool parseInt(const std::string& text, int64_t* out) {
@@ -54,30 +58,17 @@ bool parseTyped(Type type, const std::string& text, int64_t* out) {
   return false;
 }
 
-class Cache {
- public:
-  const Value& get(Id id) {
-    // Read on every collective: after the first load this is one acquire load, where call_once
-    // alone would also set thread-locals on every call.
-    if (!loaded_.load(std::memory_order_acquire)) {
-      std::call_once(once_, [this] { load(); });
-      loaded_.store(true, std::memory_order_release);
-    }
-    return values_[static_cast<size_t>(id)];
-  }
-  void reset() {
-    std::lock_guard<std::mutex> lock(resetMutex_);
-    loaded_.store(false, std::memory_order_release);
-    values_.clear();
-    once_.~once_flag();
-    new (&once_) std::once_flag();
-  }
+struct Snapshot {
+  std::array<Value, std::size(kDefs)> values;
+  bool operator==(const Snapshot&) const = default;
+};
 
- private:
-  void load() {
-    values_.resize(std::size(kDefs));
+/// Builds one snapshot from the defaults, the configuration files and the environment.
+class Loader {
+ public:
+  Snapshot load() {
     for (const Def& d : kDefs) {
-      Value& v = values_[static_cast<size_t>(d.id)];
+      Value& v = snap_.values[static_cast<size_t>(d.id)];
       v.text = d.defaultValue;
       parseTyped(d.type, v.text, &v.number);
     }
@@ -94,11 +85,13 @@ class Cache {
       const char* env = std::getenv(d.name);
       if (env != nullptr) set(d, env, Source::Env, "the environment", 0);
     }
+    return std::move(snap_);
   }
 
+ private:
   /// Applies one setting unless a file already did; bad values warn and keep what was there.
   void set(const Def& d, const std::string& text, Source from, const std::string& where, int line) {
-    Value& v = values_[static_cast<size_t>(d.id)];
+    Value& v = snap_.values[static_cast<size_t>(d.id)];
     if (from == Source::Config && v.source == Source::Config) return;
     int64_t parsed = 0;
     if (!parseTyped(d.type, text, &parsed)) {
@@ -148,15 +141,48 @@ class Cache {
     }
   }
 
-  std::once_flag once_;
-  std::atomic<bool> loaded_{false};
-  std::mutex resetMutex_;
-  std::vector<Value> values_;
+  Snapshot snap_;
+};
+
+// Readers get references into an immutable snapshot; a reload publishes a new one instead of
+// rewriting values in place. ncclResetDebugInit is public and may run while other threads hold
+// a getString reference, so no published snapshot is ever freed. Reloads that find the same
+// configuration as an earlier snapshot reuse it, so memory grows with distinct configurations
+// seen, not with the number of reloads.
+class Cache {
+ public:
+  const Value& get(Id id) {
+    // Read on every collective: after the first load this is one acquire load.
+    const Snapshot* s = current_.load(std::memory_order_acquire);
+    if (s == nullptr) s = publish();
+    return s->values[static_cast<size_t>(id)];
+  }
+  void reset() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    current_.store(nullptr, std::memory_order_release);  // loaded lazily, as at start-up
+  }
+
+ private:
+  const Snapshot* publish() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (const Snapshot* s = current_.load(std::memory_order_acquire)) return s;  // another reader loaded it
+    Snapshot fresh = Loader().load();
+    const Snapshot* chosen = nullptr;
+    for (const auto& kept : kept_)
+      if (*kept == fresh) chosen = kept.get();
+    if (chosen == nullptr) chosen = kept_.emplace_back(std::make_unique<const Snapshot>(std::move(fresh))).get();
+    current_.store(chosen, std::memory_order_release);
+    return chosen;
+  }
+
+  std::mutex mutex_;
+  std::atomic<const Snapshot*> current_{nullptr};
+  std::vector<std::unique_ptr<const Snapshot>> kept_;  // every snapshot ever published
 };
 
 Cache& cache() {
-  static Cache c;
-  return c;
+  static auto* c = new Cache();  // never destroyed: threads still running at exit may read it
+  return *c;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Typed, cached access to environment parameters. Every variable is declared once in param_list.h;
 // values are read from the configuration files and the environment on first use and then cached
-// for the process lifetime.
+// until a reload (ncclResetDebugInit), which publishes a fresh snapshot and leaves older ones intact.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,8 @@ const Def& def(Id id);
 /// Value of an Int, Bool or Size parameter (an invalid setting warns once and yields the default).
 int64_t getInt(Id id);
 bool getBool(Id id);
+/// The reference stays valid, and its text unchanged, for the process lifetime, even across a
+/// reload on another thread; a reload changes what later calls return.
 const std::string& getString(Id id);
 Source source(Id id);
 /// The value as text, as atoll-info prints it.
@@ -42,6 +44,7 @@ std::string valueText(Id id);
 bool parseSize(const std::string& text, int64_t* out);
 
 /// Drops the cache so the next read sees the current environment (tests, ncclResetDebugInit).
+/// Safe while other threads read: values already handed out are not freed.
 void reloadForTesting();
 
 }  // namespace atl::params
