@@ -18,13 +18,19 @@ struct RankProcs {
   std::vector<int> pipes;  // write ends, one per rank
 };
 
+/// Absolute path of this program (empty when /proc cannot tell), for re-executing it.
+inline std::string selfExe() {
+  char exe[4096] = {};
+  return readlink("/proc/self/exe", exe, sizeof exe - 1) > 0 ? std::string(exe) : std::string();
+}
+
 /// Starts `n` copies of this program with `args` and "--rank r --id-fd FD". With `logDir`, rank
 /// r's stdout and stderr go to logDir/r<r>.log. With `wrapper`, each copy runs as
 /// `wrapper... /path/to/this/program args...` (found on PATH), e.g. inside `unshare --pid --fork`.
 inline bool spawnRanks(int n, const char* argv0, const std::vector<std::string>& args, RankProcs* out,
                        const std::string& logDir = "", const std::vector<std::string>& wrapper = {}) {
-  char exe[4096] = {};
-  if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) return false;
+  std::string exe = selfExe();
+  if (exe.empty()) return false;
   for (int r = 0; r < n; ++r) {
     int p[2];
     if (pipe(p) != 0) return false;
@@ -42,7 +48,7 @@ inline bool spawnRanks(int n, const char* argv0, const std::vector<std::string>&
       std::vector<std::string> front = wrapper;
       std::vector<char*> cargv;
       for (std::string& w : front) cargv.push_back(w.data());
-      cargv.push_back(wrapper.empty() ? const_cast<char*>(argv0) : exe);
+      cargv.push_back(wrapper.empty() ? const_cast<char*>(argv0) : exe.data());
       for (std::string& a : all) cargv.push_back(a.data());
       cargv.push_back(nullptr);
       if (wrapper.empty()) execv("/proc/self/exe", cargv.data());

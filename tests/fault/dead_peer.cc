@@ -306,8 +306,8 @@ bool waitAll(const std::vector<pid_t>& pids, const Options& o, bool groups) {
 
 /// Starts the job under a launcher (or, for "env", as torchrun would) with this program as each rank.
 bool launchJob(const Options& o, const std::vector<std::string>& rankArgs, std::vector<pid_t>* pids) {
-  char exe[4096] = {};
-  if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) return false;
+  const std::string exe = atl::test::selfExe();
+  if (exe.empty()) return false;
   auto start = [&](std::vector<std::string> argv, const std::vector<std::string>& env) {
     const pid_t pid = fork();
     if (pid == 0) {

@@ -5,12 +5,12 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/params.h"
+#include "tests/common/saved_env.h"
 
 namespace atl::params {
 namespace {
@@ -21,20 +21,11 @@ class ConfFile : public ::testing::Test {
     char tmpl[] = "/tmp/atoll-params-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    for (const char* v : {"NCCL_CONF_FILE", "HOME", "NCCL_BUFFSIZE", "NCCL_SHM_DISABLE", "NCCL_ALGO"}) {
-      const char* old = getenv(v);
-      saved_.emplace_back(v, old ? std::optional<std::string>(old) : std::nullopt);
-      unsetenv(v);
-    }
+    saved_.save({"NCCL_CONF_FILE", "HOME", "NCCL_BUFFSIZE", "NCCL_SHM_DISABLE", "NCCL_ALGO"}, /*unset=*/true);
     setenv("HOME", dir_.c_str(), 1);
   }
   void TearDown() override {
-    for (auto& [name, value] : saved_) {
-      if (value)
-        setenv(name.c_str(), value->c_str(), 1);
-      else
-        unsetenv(name.c_str());
-    }
+    saved_.restore();
     reloadForTesting();
     (void)!system(("rm -rf '" + dir_ + "'").c_str());
   }
@@ -52,7 +43,7 @@ class ConfFile : public ::testing::Test {
   }
 
   std::string dir_;
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+  test::SavedEnv saved_;
 };
 
 TEST_F(ConfFile, FileValuesHaveSourceConfig) {

@@ -4,14 +4,13 @@
 #include <stdlib.h>
 
 #include <atomic>
-#include <optional>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "core/params.h"
 #include "nccl.h"
+#include "tests/common/saved_env.h"
 
 namespace atl::params {
 namespace {
@@ -24,24 +23,16 @@ const std::string kAlgoB = "allreduce:tree;broadcast:ring;reduce:tree";
 class ParamsReload : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* v : {"NCCL_ALGO", "NCCL_BUFFSIZE"}) {
-      const char* old = getenv(v);
-      saved_.emplace_back(v, old ? std::optional<std::string>(old) : std::nullopt);
-    }
+    saved_.save({"NCCL_ALGO", "NCCL_BUFFSIZE"});
     setenv("NCCL_ALGO", kAlgoA.c_str(), 1);
     setenv("NCCL_BUFFSIZE", "2M", 1);
     reloadForTesting();
   }
   void TearDown() override {
-    for (auto& [name, value] : saved_) {
-      if (value)
-        setenv(name.c_str(), value->c_str(), 1);
-      else
-        unsetenv(name.c_str());
-    }
+    saved_.restore();
     reloadForTesting();
   }
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+  test::SavedEnv saved_;
 };
 
 TEST_F(ParamsReload, ReadersRaceNcclResetDebugInit) {

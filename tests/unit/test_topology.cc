@@ -19,6 +19,7 @@
 #include "topology/synthetic.h"
 #include "topology/topo_xml.h"
 #include "topology/xml.h"
+#include "tests/unit/topology_xml_errors.h"
 
 namespace topo = atl::topo;
 using topo::Graph;
@@ -243,10 +244,7 @@ TEST(TopologyXml, ReadsNcclStyle) {
 }
 
 TEST(TopologyXml, MalformedInputErrors) {
-  struct Case {
-    const char* text;
-    const char* expect;
-  } cases[] = {
+  const topo::test::XmlErrorCase cases[] = {
       {"", "expected a root element"},
       {"<system version=\"1\">", "missing </system>"},
       {"<system><cpu id=\"c\"></system>", "</system> closes <cpu>"},
@@ -275,13 +273,7 @@ TEST(TopologyXml, MalformedInputErrors) {
       {"<system><cpu id=\"c\"><nic busid=\"n\" link_bw=\"inf\"/></cpu></system>", "non-negative"},
       {"<system><cpu id=\"c\"><nic busid=\"n\"><net speed=\"nan\"/></nic></cpu></system>", "non-negative"},
   };
-  for (const Case& c : cases) {
-    atl::clearLastError();
-    auto g = topo::loadTopology(c.text);
-    EXPECT_FALSE(g.ok()) << c.text;
-    EXPECT_EQ(g.status().code(), ncclInvalidArgument) << c.text;
-    EXPECT_NE(atl::lastErrorMessage().find(c.expect), std::string::npos) << c.text << " -> " << atl::lastErrorMessage();
-  }
+  topo::test::expectXmlErrors(cases);
   std::string deep;
   for (int i = 0; i < 200; ++i) deep += "<a>";
   EXPECT_FALSE(topo::parseXml(deep).ok());

@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "topology/graph.h"
 #include "topology/topo_xml.h"
+#include "tests/unit/topology_xml_errors.h"
 
 #ifndef ATOLL_TOPO_FIXTURES
 #error "tests/unit/topology.cmake defines ATOLL_TOPO_FIXTURES"
@@ -168,10 +169,7 @@ TEST(TopologyXml, NicUnderCpuIsOneNicPerNet) {
 }
 
 TEST(TopologyXml, NicWithoutBusidErrors) {
-  struct Case {
-    const char* text;
-    const char* expect;
-  } cases[] = {
+  const topo::test::XmlErrorCase cases[] = {
       // No CPU to hang off, or a PCI switch, under which a NIC is a PCI device and needs its bus id.
       {"<system><nic><net name=\"eth0\"/></nic></system>", "missing busid"},
       {"<system><cpu numaid=\"0\"><pci busid=\"p\"><nic><net name=\"e\"/></nic><gpu busid=\"g\"/></pci></cpu></system>",
@@ -185,11 +183,5 @@ TEST(TopologyXml, NicWithoutBusidErrors) {
       // A device class does not stand in for the bus id.
       {"<system><cpu numaid=\"0\"><pci class=\"0x030200\"/></cpu></system>", "missing busid"},
   };
-  for (const Case& c : cases) {
-    atl::clearLastError();
-    auto g = topo::loadTopology(c.text);
-    EXPECT_FALSE(g.ok()) << c.text;
-    EXPECT_EQ(g.status().code(), ncclInvalidArgument) << c.text;
-    EXPECT_NE(atl::lastErrorMessage().find(c.expect), std::string::npos) << c.text << " -> " << atl::lastErrorMessage();
-  }
+  topo::test::expectXmlErrors(cases);
 }
