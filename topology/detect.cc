@@ -1,7 +1,7 @@
 #include "topology/detect.h"
 
-#include "core/debug.h"
-#include "core/params.h"
+#include "base/debug.h"
+#include "base/params.h"
 #include "topology/nvml.h"
 #include "topology/sysfs.h"
 #include "topology/topo_xml.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "topology/graph.h"
 
 namespace atl::topo {

@@ -5,9 +5,9 @@
 #include <map>
 #include <set>
 
-#include "core/debug.h"
-#include "core/host_id.h"
-#include "core/params.h"
+#include "base/debug.h"
+#include "base/host_id.h"
+#include "base/params.h"
 
 namespace atl::topo {
 
@@ -28,6 +28,30 @@ const char* islandRuleName(IslandRule r) {
 void setHostName(RankDesc* d, const std::string& name) {
   std::memset(d->hostName, 0, sizeof d->hostName);
   std::memcpy(d->hostName, name.data(), std::min(name.size(), sizeof d->hostName - 1));
+}
+
+void encodeRankDesc(codec::Writer& w, const RankDesc& d) {
+  w.u64(d.hostHash);
+  w.i32(d.islandId);
+  w.i32(d.islandSize);
+  w.i32(d.numaNodes);
+  w.i32(d.gpus);
+  w.i32(d.nics);
+  w.f32(d.netGBs);
+  w.text(d.hostName, sizeof d.hostName);
+}
+
+RankDesc decodeRankDesc(codec::Reader& r) {
+  RankDesc d;
+  d.hostHash = r.u64();
+  d.islandId = r.i32();
+  d.islandSize = r.i32();
+  d.numaNodes = r.i32();
+  d.gpus = r.i32();
+  d.nics = r.i32();
+  d.netGBs = r.f32();
+  r.text(d.hostName, sizeof d.hostName);
+  return d;
 }
 
 RankDesc localRankDesc(const Graph* local) {

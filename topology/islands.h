@@ -8,14 +8,15 @@
 #include <span>
 #include <type_traits>
 
-#include "algorithms/schedule.h"
-#include "core/status.h"
+#include "base/status.h"
+#include "base/wire_codec.h"
+#include "topology/island_map.h"
 #include "topology/fabric.h"
 #include "topology/graph.h"
 
 namespace atl::topo {
 
-using algo::IslandMap;
+using topo::IslandMap;
 
 /// One rank's view of where it runs; fixed size and trivially copyable so it travels as bytes.
 struct RankDesc {
@@ -33,6 +34,9 @@ static_assert(std::is_trivially_copyable_v<RankDesc>);
 /// This process's descriptor: host identity and island parameters, plus counts from `local` if given.
 RankDesc localRankDesc(const Graph* local = nullptr);
 void setHostName(RankDesc* d, const std::string& name);
+/// RankDesc travels in the rendezvous field by field (base/wire_codec.h).
+void encodeRankDesc(codec::Writer& w, const RankDesc& d);
+RankDesc decodeRankDesc(codec::Reader& r);
 
 /// Which rule decided the islands (for logs and atoll-info).
 enum class IslandRule { Size, Id, Fabric, Host };

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "topology/fabric.h"
 #include "topology/graph.h"
 #include "topology/islands.h"

@@ -21,7 +21,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "topology/graph.h"
 #include "topology/xml.h"
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
+#include "base/status.h"
 
 namespace atl::topo {
 

@@ -24,4 +24,35 @@ Result<size_t> Connection::receiveInto(void* dst, size_t n) {
   return got;
 }
 
+void encodePeerInfo(codec::Writer& w, const PeerInfo& p) {
+  w.i32(p.rank);
+  w.i32(p.pid);
+  w.u64(p.hostHash);
+  w.i32(p.cudaDev);
+  w.u32(p.flags);
+  w.text(p.hostname, sizeof(p.hostname));
+  const net::PackedAddr a = net::pack(p.dataAddr);
+  w.u16(a.family);
+  w.u16(a.port);  // already in network order: kept as the bytes it is
+  w.bytes(a.addr);
+  w.bytes(p.dataChallenge);
+}
+
+PeerInfo decodePeerInfo(codec::Reader& r) {
+  PeerInfo p;
+  p.rank = r.i32();
+  p.pid = r.i32();
+  p.hostHash = r.u64();
+  p.cudaDev = r.i32();
+  p.flags = r.u32();
+  r.text(p.hostname, sizeof(p.hostname));
+  net::PackedAddr a{};
+  a.family = r.u16();
+  a.port = r.u16();
+  r.bytes(a.addr);
+  p.dataAddr = net::unpack(a);
+  r.bytes(p.dataChallenge);
+  return p;
+}
+
 }  // namespace atl::transport

@@ -21,25 +21,34 @@
 #include <string>
 #include <vector>
 
-#include "common/deadline.h"
-#include "common/hmac.h"
-#include "common/socket.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/hmac.h"
+#include "base/socket.h"
+#include "base/status.h"
+#include "base/wire_codec.h"
 
 namespace atl::transport {
 
-/// What every rank publishes about itself at rendezvous (plain data, fixed size).
+/// PeerInfo::flags: the rank accepts shared-memory links (NCCL_SHM_DISABLE unset).
+inline constexpr uint32_t kPeerAllowsShm = 1;
+
+/// What every rank publishes about itself at rendezvous.
 struct PeerInfo {
   int32_t rank = -1;
   int32_t pid = 0;
   uint64_t hostHash = 0;  // equal for ranks that can share memory (hostname + boot id, or NCCL_HOSTID)
   int32_t cudaDev = -1;
-  int32_t reserved = 0;
+  uint32_t flags = 0;     // kPeer* bits: what this rank lets its peers use
   char hostname[64] = {};
   net::SockAddr dataAddr;  // socket transport listener
   // Fresh random bytes of that listener; every hello to it must be proven over them (socket_transport.h).
   std::array<uint8_t, 16> dataChallenge{};
 };
+
+/// PeerInfo travels in the rendezvous: field by field (base/wire_codec.h), never as its memory
+/// image, which holds padding and a host-order sockaddr_storage.
+void encodePeerInfo(codec::Writer& w, const PeerInfo& p);
+PeerInfo decodePeerInfo(codec::Reader& r);
 
 /// What a transport needs to know about its communicator once the rendezvous is done.
 struct Context {

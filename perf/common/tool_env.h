@@ -1,5 +1,5 @@
 // Environment variables read by the perf tools and the atollrun launcher (not by the library, whose
-// variables live in src/core/param_list.h). atoll-info documents both tables in docs/ENV.md.
+// variables live in src/base/param_list.h). atoll-info documents both tables in docs/ENV.md.
 #pragma once
 
 namespace atl::perf {

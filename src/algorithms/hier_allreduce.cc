@@ -80,7 +80,7 @@ Schedule hierAllReduce(const CollSpec& s) {
   if (!usableIslands(s)) return ringAllReduce(s);
   Schedule out;
   if (s.count == 0) return out;
-  const IslandMap& m = *s.islands;
+  const topo::IslandMap& m = *s.islands;
   const int p = s.rank;
   const IslandPlace place = placeOf(m, p);
   const std::vector<int>& mine = m.members[static_cast<size_t>(place.island)];

@@ -6,7 +6,7 @@
 namespace atl::algo {
 
 HierChain hierChain(const CollSpec& s) {
-  const IslandMap& m = *s.islands;
+  const topo::IslandMap& m = *s.islands;
   const IslandPlace me = placeOf(m, s.rank), root = placeOf(m, s.root);
   const int nIslands = static_cast<int>(m.members.size());
   auto leaderOf = [&](int j) {

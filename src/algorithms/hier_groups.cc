@@ -7,7 +7,7 @@
 namespace atl::algo {
 
 bool usableIslands(const CollSpec& s) {
-  const IslandMap* m = s.islands.get();
+  const topo::IslandMap* m = s.islands.get();
   if (m == nullptr || m->members.size() < 2 || m->islandOf.size() != static_cast<size_t>(s.nranks)) return false;
   size_t total = 0;
   for (size_t i = 0; i < m->members.size(); ++i) {
@@ -24,7 +24,7 @@ bool usableIslands(const CollSpec& s) {
   return total == static_cast<size_t>(s.nranks);
 }
 
-IslandPlace placeOf(const IslandMap& m, int rank) {
+IslandPlace placeOf(const topo::IslandMap& m, int rank) {
   IslandPlace at;
   at.island = m.islandOf[static_cast<size_t>(rank)];
   const std::vector<int>& mine = m.members[static_cast<size_t>(at.island)];
@@ -36,7 +36,7 @@ IslandPlace placeOf(const IslandMap& m, int rank) {
 }
 
 BlockRings blockRings(const CollSpec& s) {
-  const IslandMap& m = *s.islands;
+  const topo::IslandMap& m = *s.islands;
   const IslandPlace at = placeOf(m, s.rank);
   BlockRings g{};
   g.n = s.nranks;
@@ -63,21 +63,21 @@ BlockRings blockRings(const CollSpec& s) {
   return g;
 }
 
-std::vector<int> crossGroup(const IslandMap& m, int q) {
+std::vector<int> crossGroup(const topo::IslandMap& m, int q) {
   std::vector<int> group;
   group.reserve(m.members.size());
   for (const auto& mem : m.members) group.push_back(mem[static_cast<size_t>(q)]);
   return group;
 }
 
-std::vector<int> hostedBlocks(const IslandMap& m, int j, int q, int L) {
+std::vector<int> hostedBlocks(const topo::IslandMap& m, int j, int q, int L) {
   const std::vector<int>& mem = m.members[static_cast<size_t>(j)];
   std::vector<int> out;
   for (size_t e = static_cast<size_t>(q); e < mem.size(); e += static_cast<size_t>(L)) out.push_back(mem[e]);
   return out;
 }
 
-std::vector<int> islandPiece(const IslandMap& m, int i, int e, int L) {
+std::vector<int> islandPiece(const topo::IslandMap& m, int i, int e, int L) {
   const int own = m.members[static_cast<size_t>(i)][static_cast<size_t>(e)];
   std::vector<int> out{own};
   if (e >= L) return out;

@@ -21,14 +21,14 @@ struct IslandPlace {
   int local = 0;     // position in that island's member list
   int smallest = 0;  // L: size of the smallest island
 };
-IslandPlace placeOf(const IslandMap& m, int rank);
+IslandPlace placeOf(const topo::IslandMap& m, int rank);
 
 /// Member q (< L) of every island, in island order.
-std::vector<int> crossGroup(const IslandMap& m, int q);
+std::vector<int> crossGroup(const topo::IslandMap& m, int q);
 
 /// Island j's blocks that its member q (< L) carries across islands: its own and its extras'
 /// (members q+L, q+2L, ...), ascending.
-std::vector<int> hostedBlocks(const IslandMap& m, int j, int q, int L);
+std::vector<int> hostedBlocks(const topo::IslandMap& m, int j, int q, int L);
 
 /// What hierarchical all-gather and reduce-scatter share: this rank's place, its neighbours in the
 /// in-island ring and (hosts only) in the cross-island ring, and the channel split. Laid out for a
@@ -49,6 +49,6 @@ BlockRings blockRings(const CollSpec& s);
 /// The blocks member e of island i owns in the in-island ring of all-gather / reduce-scatter: its
 /// own block, plus for a host (e < L) hostedBlocks(j, e) of every other island j. The pieces of
 /// one island partition all ranks. Ascending.
-std::vector<int> islandPiece(const IslandMap& m, int i, int e, int L);
+std::vector<int> islandPiece(const topo::IslandMap& m, int i, int e, int L);
 
 }  // namespace atl::algo

@@ -25,7 +25,7 @@ Schedule hierReduceScatter(const CollSpec& s) {
   Schedule out;
   const size_t block = s.count;
   if (block == 0) return out;
-  const IslandMap& m = *s.islands;
+  const topo::IslandMap& m = *s.islands;
   const auto [n, p, i, e, size, L, nIslands, host, nch, merge, islandNext, islandPrev, crossNext, crossPrev, mine] =
       blockRings(s);
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "topology/island_map.h"
+
 namespace atl::algo {
 
 enum class Coll : uint8_t { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, SendRecv };
@@ -62,7 +64,7 @@ struct Schedule {
 };
 
 /// Algorithm families a generator can be asked for. Callers choose (core/plan_builder.cc);
-/// buildSchedule falls back to the ring where the choice does not apply to the shape.
+/// buildSchedule falls back to the ring where the choice does not apply to the shape (executedAlgo).
 enum class Algo : uint8_t {
   Ring,                      // bandwidth-optimal; 2(n-1) sequential hops for all-reduce
   RecursiveDoubling,         // all-reduce for power-of-two n: log2(n) hops, whole buffer each hop
@@ -75,12 +77,6 @@ enum class Algo : uint8_t {
 };
 inline constexpr int kNumAlgos = 8;
 
-/// Which island each rank belongs to (islands are derived by topology/). Shared, immutable, one per
-/// communicator; null in a CollSpec means a single island.
-struct IslandMap {
-  std::vector<int> islandOf;              // rank -> island index
-  std::vector<std::vector<int>> members;  // island index -> its ranks, ascending
-};
 const char* algoName(Algo a);
 
 /// The shape of one collective as seen by one rank.
@@ -94,7 +90,7 @@ struct CollSpec {
   size_t chunkElems = 1;  // pipelining granularity (chain algorithms) and minimum per-channel share
   bool inPlace = false;   // send and receive buffers are the same memory (as NCCL defines in-place)
   Algo algo = Algo::Ring;
-  std::shared_ptr<const IslandMap> islands;  // null: one island
+  std::shared_ptr<const topo::IslandMap> islands;  // null: one island
 };
 
 /// Appends a transfer step, dropping halves of zero length (both sides drop the same halves, since
@@ -104,7 +100,11 @@ void addTransfer(Program& prog, int sendPeer, Ref src, size_t sendCount, int rec
 void addCopy(Program& prog, Ref src, Ref dst, size_t count);
 void addLocalReduce(Program& prog, Ref a, Ref b, Ref dst, size_t count);
 
-/// Ring / chain / direct schedules for every collective (not SendRecv, see p2p.h).
+/// The algorithm whose generator buildSchedule(spec) runs (algorithms/dispatch.cc): spec.algo
+/// where it applies to the shape, otherwise the ring (the chain for broadcast and reduce); Direct
+/// for all-to-all, gather and scatter, which have one schedule each.
+Algo executedAlgo(const CollSpec& spec);
+/// The schedule of executedAlgo(spec) for every collective (not SendRecv, see p2p.h).
 Schedule buildSchedule(const CollSpec& spec);
 
 /// Splits [0, total) into `parts` contiguous pieces whose sizes differ by at most one.
@@ -116,6 +116,9 @@ Span evenSplit(size_t total, int parts, int index);
 
 /// How many channels to use for `count` elements given the per-channel minimum.
 int channelsFor(size_t count, int nchannels, size_t minPerChannel);
+
+/// How many distinct channels the schedule's programs use (0 for an empty schedule).
+int channelsUsed(const Schedule& s);
 
 std::string describe(const Schedule& s);
 

@@ -12,13 +12,13 @@
 #include <map>
 #include <thread>
 
+#include "base/debug.h"
+#include "base/fd_limit.h"
+#include "base/params.h"
 #include "bootstrap/messaging.h"
 #include "bootstrap/root.h"
 #include "bootstrap/unique_id.h"
 #include "bootstrap/wire.h"
-#include "common/fd_limit.h"
-#include "core/debug.h"
-#include "core/params.h"
 
 namespace atl::bootstrap {
 namespace {

@@ -19,10 +19,10 @@
 #include <span>
 #include <vector>
 
-#include "common/deadline.h"
-#include "common/hmac.h"
-#include "common/socket.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/hmac.h"
+#include "base/socket.h"
+#include "base/status.h"
 #include "nccl.h"
 
 namespace atl::bootstrap {

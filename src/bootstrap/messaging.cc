@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace atl::bootstrap {
 namespace {
@@ -27,10 +27,15 @@ BootstrapImpl::BootstrapImpl(int rank, int nranks, std::vector<net::SockAddr> ad
 
 Status BootstrapImpl::start(net::Fd listenFd) {
   int bodyTimeout = timeoutMs_ > 0 ? static_cast<int>(std::min<int64_t>(timeoutMs_, 1 << 30)) : 1 << 30;
-  server_ = std::make_unique<ChallengeServer>(
-      std::move(listenFd), "bootstrap rank " + std::to_string(rank_), sizeof(wire::MsgHeader),
-      [this](const ChallengeServer::Conn& c, std::string* why) { return checkHeader(c, why); },
-      [this](ChallengeServer::Conn&& c) { onMessage(std::move(c)); }, bodyTimeout);
+  net::HandshakeServer::Options opt;
+  opt.name = "bootstrap rank " + std::to_string(rank_);
+  opt.headerSize = sizeof(wire::MsgHeader);
+  opt.headerTimeoutMs = wire::kHandshakeTimeoutMs;
+  opt.bodyTimeoutMs = bodyTimeout;
+  server_ = std::make_unique<net::HandshakeServer>(
+      std::move(listenFd), std::move(opt),
+      [this](const net::HandshakeServer::Conn& c, std::string* why) { return checkHeader(c, why); },
+      [this](net::HandshakeServer::Conn&& c) { onMessage(std::move(c)); });
   try {
     listener_ = std::thread([this] {
       log::setThreadRank(rank_);
@@ -53,13 +58,13 @@ std::span<const std::byte> BootstrapImpl::peerInfo(int r) const {
   return {infos_.data() + static_cast<size_t>(r) * infoSize_, infoSize_};
 }
 
-std::optional<size_t> BootstrapImpl::checkHeader(const ChallengeServer::Conn& c, std::string* why) const {
+std::optional<size_t> BootstrapImpl::checkHeader(const net::HandshakeServer::Conn& c, std::string* why) const {
   auto len = wire::checkMsgHeader(c.header, secret_, c.nonce, nranks_, why);
   if (!len) return std::nullopt;
   return *len + wire::kMacBytes;  // the payload, then its MAC
 }
 
-void BootstrapImpl::onMessage(ChallengeServer::Conn&& c) {
+void BootstrapImpl::onMessage(net::HandshakeServer::Conn&& c) {
   wire::MsgHeader h;
   std::memcpy(&h, c.header.data(), sizeof(h));
   if (!wire::takeBodyMac(secret_, wire::kMacMessage, c.nonce, c.header, c.body)) {

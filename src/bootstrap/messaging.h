@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/socket.h"
 #include "bootstrap/bootstrap.h"
-#include "bootstrap/challenge_server.h"
-#include "common/socket.h"
+#include "base/handshake_server.h"
 
 namespace atl::bootstrap {
 
@@ -54,8 +54,8 @@ class BootstrapImpl final : public Bootstrap {
     std::vector<uint8_t> data;
   };
 
-  std::optional<size_t> checkHeader(const ChallengeServer::Conn& c, std::string* why) const;
-  void onMessage(ChallengeServer::Conn&& c);
+  std::optional<size_t> checkHeader(const net::HandshakeServer::Conn& c, std::string* why) const;
+  void onMessage(net::HandshakeServer::Conn&& c);
   void enqueue(Message m);
   Status sendTo(int peer, uint32_t tag, std::span<const std::byte> data) {
     return sendTo(peer, tag, data, opDeadline(), abort_, net::ConnectRetry::UntilDeadline);
@@ -78,7 +78,7 @@ class BootstrapImpl final : public Bootstrap {
   const AbortFlag* abort_;
   const int64_t timeoutMs_;
 
-  std::unique_ptr<ChallengeServer> server_;  // touched only by the listener thread once started
+  std::unique_ptr<net::HandshakeServer> server_;  // touched only by the listener thread once started
   std::thread listener_;
   std::atomic<bool> stop_{false};
 

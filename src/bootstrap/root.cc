@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/challenge_server.h"
+#include "base/debug.h"
+#include "base/handshake_server.h"
 #include "bootstrap/wire.h"
 #include "bootstrap/wire_check.h"
-#include "core/debug.h"
 
 namespace atl::bootstrap {
 namespace {
@@ -46,6 +46,15 @@ struct Lookup {
   std::vector<int32_t> ranks;
 };
 
+net::HandshakeServer::Options serverOptions(const std::string& name, int64_t timeoutMs) {
+  net::HandshakeServer::Options opt;
+  opt.name = name;
+  opt.headerSize = sizeof(wire::JoinHeader);
+  opt.headerTimeoutMs = wire::kHandshakeTimeoutMs;
+  opt.bodyTimeoutMs = timeoutMs > 0 ? static_cast<int>(std::min<int64_t>(timeoutMs, 1 << 30)) : 1 << 30;
+  return opt;
+}
+
 class RootServer {
  public:
   RootServer(net::Fd listenFd, const net::SockAddr& bound, const Secret& secret, int64_t timeoutMs)
@@ -53,10 +62,9 @@ class RootServer {
         secret_(secret),
         deadline_(Deadline::afterMs(timeoutMs)),
         timeoutMs_(timeoutMs),
-        server_(std::move(listenFd), name_, sizeof(wire::JoinHeader),
-                [this](const ChallengeServer::Conn& c, std::string* why) { return checkHeader(c, why); },
-                [this](ChallengeServer::Conn&& c) { onRequest(std::move(c)); },
-                timeoutMs > 0 ? static_cast<int>(std::min<int64_t>(timeoutMs, 1 << 30)) : 1 << 30) {}
+        server_(std::move(listenFd), serverOptions(name_, timeoutMs),
+                [this](const net::HandshakeServer::Conn& c, std::string* why) { return checkHeader(c, why); },
+                [this](net::HandshakeServer::Conn&& c) { onRequest(std::move(c)); }) {}
 
   void run() {
     while (!finished_) {
@@ -71,7 +79,7 @@ class RootServer {
   }
 
  private:
-  std::optional<size_t> checkHeader(const ChallengeServer::Conn& c, std::string* why) {
+  std::optional<size_t> checkHeader(const net::HandshakeServer::Conn& c, std::string* why) {
     auto len = wire::checkJoinHeader(c.header, secret_, c.nonce, why);
     if (!len) return std::nullopt;
     return *len + wire::kMacBytes;  // the body, then its MAC
@@ -123,7 +131,7 @@ class RootServer {
     return n;
   }
 
-  void onRequest(ChallengeServer::Conn&& c) {
+  void onRequest(net::HandshakeServer::Conn&& c) {
     wire::JoinHeader h;
     std::memcpy(&h, c.header.data(), sizeof(h));
     if (!wire::takeBodyMac(secret_, wire::kMacJoin, c.nonce, c.header, c.body)) {
@@ -156,7 +164,7 @@ class RootServer {
     if (joined_ == hi_ - lo_) complete();
   }
 
-  void onLookup(ChallengeServer::Conn&& c, const wire::JoinHeader& h) {
+  void onLookup(net::HandshakeServer::Conn&& c, const wire::JoinHeader& h) {
     Lookup l;
     l.asker = h.rank;
     l.ranks.resize(h.count);
@@ -219,7 +227,7 @@ class RootServer {
     if (answered_ >= expectedLookups_) finished_ = true;
   }
 
-  void fail(ChallengeServer::Conn&& c, int rank, const char* msg) {
+  void fail(net::HandshakeServer::Conn&& c, int rank, const char* msg) {
     failed_ = true;
     linger_ = Deadline::afterMs(kFailureLingerMs);
     code_ = ncclInvalidUsage;
@@ -285,7 +293,7 @@ class RootServer {
   Deadline deadline_;
   Deadline linger_;
   int64_t timeoutMs_;
-  ChallengeServer server_;
+  net::HandshakeServer server_;
   std::vector<Member> members_;  // ranks lo_..hi_-1
   std::vector<Lookup> lookups_;  // queued until the block is complete
   int nranks_ = -1, nroots_ = 1, index_ = 0, lo_ = 0, hi_ = 0;

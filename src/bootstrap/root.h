@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "common/hmac.h"
-#include "common/socket.h"
-#include "core/status.h"
+#include "base/hmac.h"
+#include "base/socket.h"
+#include "base/status.h"
 
 namespace atl::bootstrap {
 

@@ -8,10 +8,10 @@
 #include <mutex>
 #include <string>
 
+#include "base/debug.h"
+#include "base/params.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/root.h"
-#include "core/debug.h"
-#include "core/params.h"
 
 namespace atl::bootstrap {
 

@@ -2,9 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
-#include "common/hmac.h"
-#include "common/socket.h"
+#include "base/hmac.h"
+#include "base/socket.h"
 #include "nccl.h"
 
 namespace atl::bootstrap {
@@ -23,6 +24,7 @@ struct IdLayout {
   uint8_t reserved[NCCL_UNIQUE_ID_BYTES - 60];
 };
 static_assert(sizeof(IdLayout) == NCCL_UNIQUE_ID_BYTES);
+static_assert(std::has_unique_object_representations_v<IdLayout>, "no padding: sent as its bytes");
 
 ncclUniqueId encodeId(const IdLayout& layout);
 IdLayout decodeId(const ncclUniqueId& id);

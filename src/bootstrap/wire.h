@@ -7,9 +7,11 @@
 #include <cstring>
 #include <span>
 #include <vector>
+#include <type_traits>
 
-#include "common/hmac.h"
-#include "common/socket.h"
+#include "base/handshake_server.h"
+#include "base/hmac.h"
+#include "base/socket.h"
 
 namespace atl::bootstrap::wire {
 
@@ -26,7 +28,8 @@ constexpr size_t kNonceSize = 32;
 /// silent client holds a slot (it never blocks anyone else: connections are served concurrently).
 constexpr int kHandshakeTimeoutMs = 5000;
 
-using Nonce = std::array<uint8_t, kNonceSize>;
+using Nonce = net::HandshakeServer::Nonce;
+static_assert(sizeof(Nonce) == kNonceSize);
 
 /// What a connection to a root asks for.
 enum class JoinKind : uint32_t {
@@ -59,6 +62,7 @@ struct JoinHeader {
   uint8_t proof[32];
 };
 static_assert(sizeof(JoinHeader) == 92);
+static_assert(std::has_unique_object_representations_v<JoinHeader>, "no padding: sent as its bytes");
 
 /// Root -> rank. status != ncclSuccess: followed by msgLen bytes of message. Otherwise followed by
 /// `count` AddrEntry: the listen addresses the rank needs (its partners in this root's block, or
@@ -70,6 +74,7 @@ struct ReplyHeader {
   uint32_t count;
   uint32_t msgLen;
 };
+static_assert(std::has_unique_object_representations_v<ReplyHeader>, "no padding: sent as its bytes");
 
 struct AddrEntry {
   int32_t rank;
@@ -77,6 +82,7 @@ struct AddrEntry {
   net::PackedAddr addr;
 };
 static_assert(sizeof(AddrEntry) == 28);
+static_assert(std::has_unique_object_representations_v<AddrEntry>, "no padding: sent as its bytes");
 
 /// Which root serves `rank` when `nroots` roots serve `nranks` ranks: contiguous blocks whose
 /// sizes differ by at most one, the larger first (NCCL's split for ncclCommInitRankScalable).
@@ -109,6 +115,7 @@ struct MsgHeader {
   uint8_t proof[32];
 };
 static_assert(sizeof(MsgHeader) == 56);
+static_assert(std::has_unique_object_representations_v<MsgHeader>, "no padding: sent as its bytes");
 
 constexpr uint8_t kAck = 0xA5;
 /// The receiver's answer to a message whose body MAC is wrong (it was altered in flight).

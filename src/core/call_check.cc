@@ -8,9 +8,11 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 
+#include "base/debug.h"
+#include "base/fnv1a.h"
 #include "core/comm.h"
-#include "core/debug.h"
 #include "kernels/host/reduce.h"
 
 namespace atl {
@@ -36,6 +38,7 @@ struct CheckMessage {
   char reason[240] = {};  // Poison: the cause, NUL-terminated
 };
 static_assert(sizeof(CheckMessage) == 384);
+static_assert(std::has_unique_object_representations_v<CheckMessage>, "no padding: sent as its bytes");
 
 namespace {
 
@@ -48,11 +51,6 @@ constexpr uint32_t kTag = 0x00430000u;        // 'C': away from split/shrink/fau
 
 bool rooted(algo::Coll c) {
   return c == algo::Coll::Broadcast || c == algo::Coll::Reduce || c == algo::Coll::Gather || c == algo::Coll::Scatter;
-}
-
-uint64_t mix(uint64_t h, uint64_t v) {
-  for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
-  return h;
 }
 
 CallPrint blank(uint32_t kind) {
@@ -106,13 +104,13 @@ CallPrint collectivePrint(ncclComm* comm, std::span<const OpDesc* const> colls) 
   CallPrint p = blank(kCollectives);
   p.seq = comm->checkSeq++;
   p.ops = static_cast<uint32_t>(colls.size());
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = kFnv1aBasis;
   for (const OpDesc* op : colls) {
-    h = mix(h, static_cast<uint64_t>(op->coll));
-    h = mix(h, op->count);
-    h = mix(h, static_cast<uint64_t>(static_cast<uint32_t>(op->rawDtype)));
-    h = mix(h, static_cast<uint64_t>(static_cast<uint32_t>(op->rawOp)));
-    h = mix(h, rooted(op->coll) ? static_cast<uint64_t>(static_cast<uint32_t>(op->root)) : 0);
+    h = fnv1a(h, static_cast<uint64_t>(op->coll));
+    h = fnv1a(h, op->count);
+    h = fnv1a(h, static_cast<uint64_t>(static_cast<uint32_t>(op->rawDtype)));
+    h = fnv1a(h, static_cast<uint64_t>(static_cast<uint32_t>(op->rawOp)));
+    h = fnv1a(h, rooted(op->coll) ? static_cast<uint64_t>(static_cast<uint32_t>(op->root)) : 0);
   }
   p.hash = h;
   const OpDesc& first = *colls.front();

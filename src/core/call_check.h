@@ -24,9 +24,10 @@
 #include <cstdint>
 #include <span>
 #include <vector>
+#include <type_traits>
 
+#include "base/status.h"
 #include "core/group.h"
-#include "core/status.h"
 
 struct ncclComm;
 
@@ -50,6 +51,7 @@ struct CallPrint {
   uint64_t expect = 0;     // p2p: bytes this rank receives from the peer
 };
 static_assert(sizeof(CallPrint) == 64);
+static_assert(std::has_unique_object_representations_v<CallPrint>, "no padding: sent as its bytes");
 
 /// What the check found for one communicator of the batch.
 struct CheckOutcome {

@@ -1,8 +1,8 @@
 #include "core/comm_topology.h"
 
+#include "base/debug.h"
+#include "base/params.h"
 #include "core/comm.h"
-#include "core/debug.h"
-#include "core/params.h"
 #include "topology/detect.h"
 
 #include <algorithm>
@@ -78,7 +78,7 @@ LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPl
 
 Status buildCommTopology(ncclComm* comm, std::span<const topo::RankDesc> ranks) {
   ATOLL_ASSIGN_OR_RETURN(topo::CommPlacement placement, topo::commPlacement(ranks));
-  const std::shared_ptr<const algo::IslandMap>& islands = placement.islands;
+  const std::shared_ptr<const topo::IslandMap>& islands = placement.islands;
   const size_t nIslands = islands ? islands->members.size() : 1;
   const LinkChoice links = chooseLinks(ranks, placement);
   const tuning::FabricParams& fabric = links.fabric;

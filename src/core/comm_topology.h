@@ -7,7 +7,7 @@
 #include <span>
 
 #include "algorithms/schedule.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "topology/islands.h"
 #include "tuning/selector.h"
 
@@ -16,7 +16,7 @@ struct ncclComm;
 namespace atl {
 
 struct CommTopology {
-  std::shared_ptr<const algo::IslandMap> islands;  // null: one island
+  std::shared_ptr<const topo::IslandMap> islands;  // null: one island
   std::unique_ptr<tuning::Selector> selector;
 };
 

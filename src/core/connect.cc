@@ -2,13 +2,11 @@
 
 #include <algorithm>
 
-#include "core/debug.h"
-#include "core/params.h"
+#include "base/debug.h"
+#include "base/params.h"
 
 namespace atl {
 namespace {
-
-constexpr int32_t kPeerAllowsShm = 1;
 
 struct Pending {
   size_t comm = 0;  // index into the batch
@@ -22,7 +20,7 @@ bool useShm(const CommLinks& links, int self, int peer) {
   // Both ends must make the same choice, so it depends only on data both sides have.
   const transport::PeerInfo& me = links.context.peers[static_cast<size_t>(self)];
   const transport::PeerInfo& other = links.context.peers[static_cast<size_t>(peer)];
-  return (me.reserved & kPeerAllowsShm) && (other.reserved & kPeerAllowsShm) && links.shm->canConnect(me, other);
+  return (me.flags & transport::kPeerAllowsShm) && (other.flags & transport::kPeerAllowsShm) && links.shm->canConnect(me, other);
 }
 
 std::vector<engine::LinkKey> everyLink(const ncclComm* comm) {
@@ -146,6 +144,6 @@ Status connectAtInit(ncclComm* comm) {
   return comm->bootstrap->barrier();
 }
 
-int32_t peerFlags(bool allowShm) { return allowShm ? kPeerAllowsShm : 0; }
+uint32_t peerFlags(bool allowShm) { return allowShm ? transport::kPeerAllowsShm : 0; }
 
 }  // namespace atl

@@ -27,8 +27,8 @@ std::vector<engine::LinkKey> scheduleLinks(const algo::Schedule& schedule);
 /// Makes, for each communicator of a batch, the links in `needed[i]` it lacks. Returns one status
 /// per communicator (a failure of one does not stop the others' setup).
 std::vector<Status> ensureLinks(std::span<ncclComm* const> comms, std::span<const std::vector<engine::LinkKey>> needed);
-/// The PeerInfo.reserved flags this rank publishes.
-int32_t peerFlags(bool allowShm);
+/// The PeerInfo.flags this rank publishes.
+uint32_t peerFlags(bool allowShm);
 /// Whether links are made during init rather than on demand.
 bool eagerLinks();
 

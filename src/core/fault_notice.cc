@@ -5,9 +5,9 @@
 #include <cstring>
 #include <string>
 
+#include "base/debug.h"
+#include "base/params.h"
 #include "core/comm.h"
-#include "core/debug.h"
-#include "core/params.h"
 
 namespace atl::fault {
 namespace {

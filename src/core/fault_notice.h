@@ -11,8 +11,9 @@
 #include <optional>
 #include <span>
 #include <vector>
+#include <type_traits>
 
-#include "core/status.h"
+#include "base/status.h"
 
 struct ncclComm;
 
@@ -29,6 +30,7 @@ struct Notice {
   char reason[236] = {};  // the detector's error message, NUL-terminated
 };
 static_assert(sizeof(Notice) == 256);
+static_assert(std::has_unique_object_representations_v<Notice>, "no padding: sent as its bytes");
 /// `origin` is the end of a chain of ranks each waiting on the next, not a rank whose link broke.
 inline constexpr uint32_t kTimedOut = 1;
 /// The detector has followed its chain to the end: `origin` is where it ends, as far as it knows.

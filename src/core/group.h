@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "algorithms/schedule.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
 
 namespace atl {

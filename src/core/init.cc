@@ -9,14 +9,14 @@
 #include <thread>
 #include <vector>
 
-#include "common/fd_limit.h"
+#include "base/debug.h"
+#include "base/fd_limit.h"
+#include "base/host_id.h"
+#include "base/params.h"
 #include "core/comm_topology.h"
 #include "core/connect.h"
-#include "core/debug.h"
 #include "core/group.h"
-#include "core/host_id.h"
 #include "core/nccl_api.h"
-#include "core/params.h"
 
 namespace atl {
 
@@ -35,6 +35,9 @@ Result<ncclConfig_t> resolveConfig(const ncclConfig_t* user) {
 }
 
 namespace {
+
+// What a rank publishes at the rendezvous starts with this; bump it when the record changes.
+constexpr uint32_t kPublishedVersion = 1;
 
 Status checkNetSelection(const ncclConfig_t& cfg) {
   const std::string& env = params::getString(params::Id::Net);
@@ -71,23 +74,22 @@ Status initComm(ncclComm* comm, int nranks, std::span<const ncclUniqueId> ids, i
   me.pid = getpid();
   me.hostHash = hostHash();
   me.cudaDev = comm->cudaDev;
-  me.reserved = peerFlags(!params::getBool(params::Id::ShmDisable));
+  me.flags = peerFlags(!params::getBool(params::Id::ShmDisable));
   std::string host = hostName();
   std::strncpy(me.hostname, host.c_str(), sizeof(me.hostname) - 1);
   ATOLL_ASSIGN_OR_RETURN(comm->links.socket, transport::createSocketTransport(bindAddr, &me));
   comm->links.shm = transport::createShmTransport();
 
-  // What every rank publishes at the rendezvous: how to reach it, and where it runs.
-  struct Published {
-    transport::PeerInfo peer;
-    topo::RankDesc where;
-    uint32_t checkCalls;  // ATOLL_CHECK: every rank must fingerprint its calls, or none
-  } mine{};
-  mine.peer = me;
-  mine.where = localPlacement();
-  mine.checkCalls = params::getBool(params::Id::Check) ? 1 : 0;
-  ATOLL_ASSIGN_OR_RETURN(comm->bootstrap, bootstrap::Bootstrap::create(ids, rank, nranks, std::as_bytes(std::span(&mine, 1)),
-                                                                       &comm->abortFlag));
+  // What every rank publishes at the rendezvous: how to reach it, where it runs, and whether it
+  // fingerprints its calls (ATOLL_CHECK: every rank must, or none).
+  const uint32_t checkCalls = params::getBool(params::Id::Check) ? 1 : 0;
+  codec::Writer published;
+  published.u32(kPublishedVersion);
+  transport::encodePeerInfo(published, me);
+  topo::encodeRankDesc(published, localPlacement());
+  published.u32(checkCalls);
+  ATOLL_ASSIGN_OR_RETURN(comm->bootstrap,
+                         bootstrap::Bootstrap::create(ids, rank, nranks, published.data(), &comm->abortFlag));
 
   transport::Context& ctx = comm->links.context;
   ctx.rank = rank;
@@ -97,17 +99,18 @@ Status initComm(ncclComm* comm, int nranks, std::span<const ncclUniqueId> ids, i
   ctx.peers.resize(static_cast<size_t>(nranks));
   std::vector<topo::RankDesc> where(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
-    std::span<const std::byte> blob = comm->bootstrap->peerInfo(r);
-    if (blob.size() != sizeof(Published))
-      return ATOLL_ERROR(ncclInternalError, "rank %d published a peer description of %zu bytes (another build?)", r,
-                         blob.size());
-    Published theirs;
-    std::memcpy(&theirs, blob.data(), blob.size());
-    ctx.peers[static_cast<size_t>(r)] = theirs.peer;
-    where[static_cast<size_t>(r)] = theirs.where;
-    if (theirs.checkCalls != mine.checkCalls)
+    codec::Reader theirs(comm->bootstrap->peerInfo(r));
+    const uint32_t version = theirs.u32();
+    ctx.peers[static_cast<size_t>(r)] = transport::decodePeerInfo(theirs);
+    where[static_cast<size_t>(r)] = topo::decodeRankDesc(theirs);
+    const uint32_t theirCheck = theirs.u32();
+    if (version != kPublishedVersion || !theirs.finished())
+      return ATOLL_ERROR(ncclInternalError,
+                         "rank %d published a peer description this build cannot read (version %u, %s; another build?)",
+                         r, version, theirs.ok() ? "trailing bytes" : "too short");
+    if (theirCheck != checkCalls)
       return ATOLL_ERROR(ncclInvalidUsage, "ATOLL_CHECK is %u on rank %d but %u on rank %d: set it alike on every rank",
-                         mine.checkCalls, rank, theirs.checkCalls, r);
+                         checkCalls, rank, theirCheck, r);
   }
   ctx.bufferBytes = static_cast<size_t>(std::max<int64_t>(64 << 10, params::getInt(params::Id::BuffSize))) / 8 * 8;
   // Links are made at init or during a call (core/connect.h): a peer that never comes must not

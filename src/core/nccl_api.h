@@ -5,8 +5,8 @@
 #include <cstring>
 #include <new>
 
-#include "core/debug.h"
-#include "core/status.h"
+#include "base/debug.h"
+#include "base/status.h"
 #include "nccl.h"
 
 #define NCCL_API(ret, name, ...)                                                              \

@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "nccl.h"
 
 namespace atl::device {

@@ -2,7 +2,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/params.h"
+#include "base/params.h"
 #include "device/device.h"
 
 namespace atl::device {

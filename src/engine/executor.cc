@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace atl::engine {
 namespace {

@@ -8,8 +8,8 @@
 #include <memory>
 #include <span>
 
-#include "common/deadline.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/status.h"
 #include "engine/connections.h"
 #include "engine/plan.h"
 

@@ -6,8 +6,8 @@
 #include <mutex>
 #include <optional>
 
-#include "core/debug.h"
-#include "core/params.h"
+#include "base/debug.h"
+#include "base/params.h"
 
 namespace atl::tuning {
 namespace {
@@ -172,6 +172,15 @@ class EnvCache {
 };
 
 }  // namespace
+
+const char* protoName(Proto p) {
+  switch (p) {
+    case Proto::LL: return "LL";
+    case Proto::LL128: return "LL128";
+    case Proto::Simple: return "Simple";
+  }
+  return "?";
+}
 
 Parsed<AlgoFilter> parseAlgoSpec(std::string_view spec) {
   return parseSpec<AlgoFilter>(spec, "NCCL_ALGO", kAlgoNames, kAlgoHelp);

@@ -23,8 +23,14 @@ struct AlgoFilter {
   bool allows(algo::Coll c, algo::Algo a) const { return (allowed[static_cast<int>(c)] >> static_cast<int>(a)) & 1u; }
 };
 
+/// NCCL's protocols, in NCCL's order. The host engine has one, Simple: a step's data streams
+/// through the link's buffer in bounded slices, with the buffer's own read/write counters as the
+/// only synchronisation. It has no LL or LL128 path (data words carrying their own flags), so
+/// NCCL_PROTO can name them but never gets them (parseProtoSpec).
 enum class Proto : uint8_t { LL, LL128, Simple };
 inline constexpr int kNumProtos = 3;
+/// NCCL's spelling: "LL", "LL128", "Simple".
+const char* protoName(Proto p);
 
 /// Which protocols each collective may use; a bit per Proto.
 struct ProtoFilter {
@@ -42,7 +48,8 @@ struct Parsed {
 };
 
 Parsed<AlgoFilter> parseAlgoSpec(std::string_view spec);
-/// The host backend implements only Simple: a value that excludes it warns and Simple stays allowed.
+/// Only Simple exists here: a value that leaves it out for some collective warns once and Simple
+/// stays allowed there, so a restriction never leaves a collective without a protocol.
 Parsed<ProtoFilter> parseProtoSpec(std::string_view spec);
 
 /// NCCL_ALGO / NCCL_PROTO from the parameter registry, parsed once per distinct value.

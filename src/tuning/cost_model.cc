@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/params.h"
+#include "base/params.h"
 
 namespace atl::tuning {
 namespace {

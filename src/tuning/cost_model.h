@@ -17,7 +17,7 @@ struct LinkParams {
 };
 
 /// Everything the model is calibrated on. The values live in the parameter registry
-/// (ATOLL_MODEL_*, core/param_list.h), whose defaults are what `atoll-calibrate` measured on the
+/// (ATOLL_MODEL_*, base/param_list.h), whose defaults are what `atoll-calibrate` measured on the
 /// development host; a calibration file (NCCL_CONF_FILE) or the environment replaces them.
 struct ModelParams {
   LinkParams shm;

@@ -8,8 +8,8 @@
 #include <set>
 #include <utility>
 
-#include "core/debug.h"
-#include "core/params.h"
+#include "base/debug.h"
+#include "base/params.h"
 #include "tuning/tuner_plugin.h"
 
 namespace atl::tuning {
@@ -60,7 +60,7 @@ FabricParams FabricParams::defaults() {
   return f;
 }
 
-Result<Selector> Selector::create(int nranks, const algo::IslandMap* islands, const FabricParams& fabric,
+Result<Selector> Selector::create(int nranks, const topo::IslandMap* islands, const FabricParams& fabric,
                                   int maxChannels) {
   if (nranks < 1) return ATOLL_ERROR(ncclInvalidArgument, "selector for %d ranks", nranks);
   Selector s;
@@ -89,7 +89,9 @@ Result<Selector> Selector::create(int nranks, const algo::IslandMap* islands, co
   in.maxChannels = std::max(1, maxChannels);
   in.chunkBytes = static_cast<size_t>(params::getInt(params::Id::ChunkBytes));
   s.filter_ = envAlgoFilter();
-  (void)envProtoFilter();  // only Simple exists here: read for its warnings
+  // Only Simple exists here, and parseProtoSpec keeps it allowed: read for its warnings, and
+  // every Choice says Simple (the cost model prices what the engine does, which is Simple).
+  (void)envProtoFilter();
   s.shared_ = std::make_unique<Shared>();
   s.shared_->plugin = TunerPlugin::load(params::getString(params::Id::TunerPlugin), static_cast<size_t>(nranks),
                                         static_cast<size_t>(in.nIslands));
@@ -217,7 +219,8 @@ std::string Selector::table(Coll c, size_t bytes) const {
         note += ev.removed[i] ? " removed by the tuner plugin" : " excluded by NCCL_ALGO";
     }
     if (chosen) {
-      snprintf(line, sizeof(line), "  <- chosen (%s), %d channel(s)", reasonText(ev.reason), ev.choice.nchannels);
+      snprintf(line, sizeof(line), "  <- chosen (%s), %d channel(s), proto %s", reasonText(ev.reason),
+               ev.choice.nchannels, protoName(ev.choice.proto));
       note += line;
     }
     snprintf(line, sizeof(line), "  %-13s %s\n", algo::algoName(a), note.c_str());

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "algorithms/schedule.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "tuning/algo_env.h"
 #include "tuning/cost_model.h"
 
@@ -30,6 +30,7 @@ struct Choice {
   algo::Algo algo = algo::Algo::Ring;
   int nchannels = 1;
   double estUs = 0;  // the winner's cost (the plugin's figure when the plugin priced it)
+  Proto proto = Proto::Simple;  // the one protocol of the host engine, whatever NCCL_PROTO says (algo_env.h)
 };
 
 /// Below this many bytes per channel, splitting a message costs more per-step overhead than it saves.
@@ -39,7 +40,7 @@ class Selector {
  public:
   /// `islands` may be null (one island); `maxChannels` is what the communicator connected
   /// (NCCL_MIN/MAX_NCHANNELS already applied). Reads NCCL_ALGO, NCCL_PROTO and NCCL_TUNER_PLUGIN now.
-  static Result<Selector> create(int nranks, const algo::IslandMap* islands, const FabricParams& fabric,
+  static Result<Selector> create(int nranks, const topo::IslandMap* islands, const FabricParams& fabric,
                                  int maxChannels);
   Selector(Selector&&) noexcept;
   Selector& operator=(Selector&&) noexcept;

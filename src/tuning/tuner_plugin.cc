@@ -6,7 +6,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace atl::tuning {
 namespace {

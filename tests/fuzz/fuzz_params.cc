@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/params.h"
+#include "base/params.h"
 #include "tuning/algo_env.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -9,10 +9,10 @@
 
 namespace atl::algo::test {
 
-using Map = std::shared_ptr<const IslandMap>;
+using Map = std::shared_ptr<const topo::IslandMap>;
 
 inline Map islandsFrom(const std::vector<int>& islandOf) {
-  auto m = std::make_shared<IslandMap>();
+  auto m = std::make_shared<topo::IslandMap>();
   m->islandOf = islandOf;
   for (size_t r = 0; r < islandOf.size(); ++r) {
     if (static_cast<size_t>(islandOf[r]) >= m->members.size()) m->members.resize(static_cast<size_t>(islandOf[r]) + 1);

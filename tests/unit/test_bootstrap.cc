@@ -16,13 +16,13 @@
 #include <thread>
 #include <vector>
 
+#include "base/hmac.h"
+#include "base/params.h"
+#include "base/socket.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/unique_id.h"
 #include "bootstrap/wire.h"
-#include "common/hmac.h"
-#include "common/socket.h"
 #include "core/fault_notice.h"
-#include "core/params.h"
 
 namespace atl {
 namespace {

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/params.h"
 #include "core/comm.h"
-#include "core/params.h"
 #include "nccl.h"
 
 namespace {

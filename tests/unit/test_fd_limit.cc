@@ -1,4 +1,4 @@
-// File descriptors (common/fd_limit.h): init raises the soft RLIMIT_NOFILE to the hard limit, as
+// File descriptors (base/fd_limit.h): init raises the soft RLIMIT_NOFILE to the hard limit, as
 // NCCL does, and when descriptors still run out, init fails promptly with an error that names the
 // limit instead of a bare "Too many open files". Each case runs in a child, whose limits it lowers.
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/params.h"
+#include "base/params.h"
 #include "tests/common/saved_env.h"
 
 namespace atl::params {

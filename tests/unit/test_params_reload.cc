@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/params.h"
+#include "base/params.h"
 #include "nccl.h"
 #include "tests/common/saved_env.h"
 

@@ -164,10 +164,10 @@ TEST(Hier, UnevenInterleavedIslands) {
 }
 
 TEST(Hier, WithoutAUsableMapIsTheRingOrChain) {
-  auto bad = std::make_shared<IslandMap>();  // members out of order
+  auto bad = std::make_shared<topo::IslandMap>();  // members out of order
   bad->islandOf = {0, 1, 0, 1, 0, 1};
   bad->members = {{4, 2, 0}, {1, 3, 5}};
-  auto inconsistent = std::make_shared<IslandMap>();  // rank 0 listed on island 1
+  auto inconsistent = std::make_shared<topo::IslandMap>();  // rank 0 listed on island 1
   inconsistent->islandOf = {0, 0, 0, 1, 1, 1};
   inconsistent->members = {{1, 2, 3}, {0, 4, 5}};
   for (Coll c : kColls)

@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/params.h"
-#include "core/status.h"
+#include "base/params.h"
+#include "base/status.h"
+#include "tests/unit/topology_xml_errors.h"
 #include "topology/detect.h"
 #include "topology/fabric.h"
 #include "topology/graph.h"
@@ -19,7 +20,6 @@
 #include "topology/synthetic.h"
 #include "topology/topo_xml.h"
 #include "topology/xml.h"
-#include "tests/unit/topology_xml_errors.h"
 
 namespace topo = atl::topo;
 using topo::Graph;

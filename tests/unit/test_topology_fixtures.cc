@@ -6,10 +6,10 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
+#include "tests/unit/topology_xml_errors.h"
 #include "topology/graph.h"
 #include "topology/topo_xml.h"
-#include "tests/unit/topology_xml_errors.h"
 
 #ifndef ATOLL_TOPO_FIXTURES
 #error "tests/unit/topology.cmake defines ATOLL_TOPO_FIXTURES"

@@ -15,9 +15,9 @@
 
 #include <gtest/gtest.h>
 
-#include "common/hmac.h"
-#include "common/socket.h"
-#include "core/status.h"
+#include "base/hmac.h"
+#include "base/socket.h"
+#include "base/status.h"
 #include "transports/shm/shm_ring.h"
 #include "transports/transport.h"
 

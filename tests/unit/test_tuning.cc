@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/debug.h"
-#include "core/params.h"
+#include "base/debug.h"
+#include "base/params.h"
 #include "tuning/algo_env.h"
 #include "tuning/selector.h"
 #include "tuning/tuner_plugin.h"
@@ -166,8 +166,8 @@ TEST(AlgoEnv, ReadsAndIgnoresInvalid) {
 
 // ---- the selector on synthetic clusters --------------------------------------------------------
 
-algo::IslandMap islands(int count, int size) {
-  algo::IslandMap m;
+topo::IslandMap islands(int count, int size) {
+  topo::IslandMap m;
   m.members.resize(count);
   for (int r = 0; r < count * size; ++r) {
     m.islandOf.push_back(r / size);
@@ -184,7 +184,7 @@ FabricParams thinInterIsland() {
 }
 
 Selector makeSelector(int count, int size, int maxChannels = 2) {
-  algo::IslandMap m = islands(count, size);
+  topo::IslandMap m = islands(count, size);
   Result<Selector> s = Selector::create(count * size, count > 1 ? &m : nullptr, thinInterIsland(), maxChannels);
   EXPECT_TRUE(s.ok());
   return std::move(s).value();

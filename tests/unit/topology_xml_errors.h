@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "core/status.h"
+#include "base/status.h"
 #include "topology/topo_xml.h"
 
 namespace atl::topo::test {

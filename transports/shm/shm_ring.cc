@@ -14,8 +14,8 @@
 #include <thread>
 #include <utility>
 
-#include "common/fd_limit.h"
-#include "core/debug.h"
+#include "base/debug.h"
+#include "base/fd_limit.h"
 
 namespace atl::transport::shm {
 namespace {

@@ -25,8 +25,8 @@
 #include <cstdint>
 #include <string>
 
-#include "common/deadline.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/status.h"
 
 namespace atl::transport::shm {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <thread>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace atl::transport::shm {
 namespace {

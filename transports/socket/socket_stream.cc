@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace atl::transport::socket {
 namespace {

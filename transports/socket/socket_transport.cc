@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <cstring>
 
-#include "common/fd_limit.h"
-#include "core/debug.h"
+#include "base/debug.h"
+#include "base/fd_limit.h"
 #include "transports/socket/socket_stream.h"
 
 namespace atl::transport::socket {
@@ -106,10 +106,43 @@ class SocketConnector final : public Connector {
 
 }  // namespace
 
+AcceptPool::AcceptPool(net::Fd listenFd, net::SockAddr listenAddr, const Challenge& challenge)
+    : addr_(listenAddr),
+      challenge_(challenge),
+      // No nonce on accept: the challenge travels in PeerInfo (socket_transport.h says why).
+      server_(std::move(listenFd), {.name = "socket", .headerSize = sizeof(Hello), .sendNonce = false,
+                                    .headerTimeoutMs = kHelloTimeoutMs, .bodyTimeoutMs = kHelloTimeoutMs},
+              [this](const net::HandshakeServer::Conn& c, std::string* why) { return judge(c, why); },
+              [this](net::HandshakeServer::Conn&& c) { stash(std::move(c)); }) {}
+
+std::optional<size_t> AcceptPool::judge(const net::HandshakeServer::Conn& c, std::string* why) const {
+  Hello h;
+  std::memcpy(&h, c.header.data(), sizeof(h));
+  if (const char* bad = checkHello(h, ctx_->commHash, ctx_->rank, ctx_->secret, challenge_)) {
+    *why = bad;
+    return std::nullopt;
+  }
+  const auto key = std::make_pair(static_cast<int>(h.fromRank), static_cast<int>(h.channel));
+  if (ready_.count(key) != 0 || taken_.count(key) != 0) {
+    *why = "duplicate connection for that rank/channel";
+    return std::nullopt;
+  }
+  return 0;  // a hello has no body
+}
+
+void AcceptPool::stash(net::HandshakeServer::Conn&& c) {
+  Accepted acc{std::move(c.fd), std::move(c.peer), {}};
+  std::memcpy(&acc.hello, c.header.data(), sizeof(Hello));
+  const auto key = std::make_pair(static_cast<int>(acc.hello.fromRank), static_cast<int>(acc.hello.channel));
+  ready_.emplace(key, std::move(acc));
+}
+
 Result<AcceptPool::Accepted> AcceptPool::take(const Context& ctx, int peer, int channel, Deadline deadline) {
   std::lock_guard<std::mutex> lock(mu_);
+  ctx_ = &ctx;
+  server_.setName("socket: rank " + std::to_string(ctx.rank));
+  server_.setHeaderTimeoutMs(ctx.timeoutMs > 0 ? std::min(kHelloTimeoutMs, ctx.timeoutMs) : kHelloTimeoutMs);
   const auto key = std::make_pair(peer, channel);
-  std::vector<pollfd> fds;
   for (;;) {
     if (auto it = ready_.find(key); it != ready_.end()) {
       Accepted acc = std::move(it->second);
@@ -122,79 +155,11 @@ Result<AcceptPool::Accepted> AcceptPool::take(const Context& ctx, int peer, int 
     if (deadline.expired())
       return ATOLL_ERROR(ncclSystemError, "socket: rank %d: timed out waiting for rank %d to connect (channel %d)",
                          ctx.rank, peer, channel);
-    fds.clear();
-    fds.push_back({listen_.get(), POLLIN, 0});
-    for (const Pending& p : pending_) fds.push_back({p.fd.get(), POLLIN, 0});
-    int rc = ::poll(fds.data(), fds.size(), deadline.remainingMs(kPollSliceMs));
-    if (rc < 0 && errno != EINTR)
-      return ATOLL_ERROR(ncclSystemError, "socket: poll on the listener failed: %s", std::strerror(errno));
-    if (rc > 0) {
-      for (size_t i = 0; i < pending_.size(); ++i) {
-        if (fds[i + 1].revents != 0 && advance(ctx, pending_[i])) pending_[i].fd.reset();
-      }
-    }
-    for (Pending& p : pending_) {
-      if (p.fd.valid() && p.deadline.expired()) {
-        ATOLL_WARN("socket: rank %d: dropping connection from %s: no hello within the deadline (%zu of %zu bytes)",
-                   ctx.rank, p.peerAddr.c_str(), p.got, sizeof(Hello));
-        p.fd.reset();
-      }
-    }
-    std::erase_if(pending_, [](const Pending& p) { return !p.fd.valid(); });
-    if (rc > 0 && fds[0].revents != 0) ATOLL_CHECK(acceptNew(ctx));
-  }
-}
-
-Status AcceptPool::acceptNew(const Context& ctx) {
-  for (;;) {
-    net::SockAddr from;
-    from.length = sizeof(from.storage);
-    int fd = ::accept4(listen_.get(), reinterpret_cast<sockaddr*>(&from.storage), &from.length,
-                       SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
-      if (errno == EMFILE || errno == ENFILE) {
-        // The connection stays queued and the listener readable: retrying would spin until the
-        // deadline and then blame the peer. Out of descriptors is this rank's problem; say so.
-        const int err = errno;
-        return ATOLL_ERROR(ncclSystemError, "socket: rank %d: cannot accept a link: %s%s", ctx.rank,
-                           std::strerror(err), net::fdHint(err).c_str());
-      }
-      if (errno != EAGAIN && errno != EWOULDBLOCK)
-        ATOLL_WARN("socket: rank %d: accept failed: %s", ctx.rank, std::strerror(errno));
-      return Status::Ok();
-    }
-    Pending p;
-    p.fd = net::Fd(fd);
-    p.peerAddr = from.toString();
-    int helloMs = kHelloTimeoutMs;
-    if (ctx.timeoutMs > 0) helloMs = std::min(helloMs, ctx.timeoutMs);
-    p.deadline = Deadline::afterMs(helloMs);
-    pending_.push_back(std::move(p));
-  }
-}
-
-bool AcceptPool::advance(const Context& ctx, Pending& p) {
-  auto reject = [&](const char* why) {
-    ATOLL_WARN("socket: rank %d: rejected connection from %s: %s", ctx.rank, p.peerAddr.c_str(), why);
-    return true;
-  };
-  for (;;) {
-    ssize_t rc = ::recv(p.fd.get(), reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, MSG_DONTWAIT);
-    if (rc > 0) {
-      p.got += static_cast<size_t>(rc);
-      if (p.got >= sizeof(uint32_t) && p.hello.magic != kHelloMagic) return reject("not an Atoll hello (bad magic)");
-      if (p.got < sizeof(Hello)) continue;
-      if (const char* why = validate(ctx, p.hello)) return reject(why);
-      const auto key = std::make_pair(static_cast<int>(p.hello.fromRank), static_cast<int>(p.hello.channel));
-      if (ready_.count(key) != 0 || taken_.count(key) != 0) return reject("duplicate connection for that rank/channel");
-      ready_.emplace(key, Accepted{std::move(p.fd), std::move(p.peerAddr), p.hello});
-      return true;
-    }
-    if (rc == 0) return reject("closed before completing its hello (short read)");
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-    return reject(std::strerror(errno));
+    server_.pump(deadline.remainingMs(kPollSliceMs));
+    // Out of descriptors is this rank's problem: waiting would only end in blaming the peer.
+    if (int err = server_.takeFdError())
+      return ATOLL_ERROR(ncclSystemError, "socket: rank %d: cannot accept a link: %s%s", ctx.rank, std::strerror(err),
+                         net::fdHint(err).c_str());
   }
 }
 
@@ -214,10 +179,6 @@ const char* checkHello(const Hello& h, uint64_t commHash, int rank, const Secret
   Digest want = helloProof(secret, challenge, h);
   if (!constantTimeEqual(want, h.proof)) return "bad proof (wrong secret, or replayed from another listener)";
   return nullptr;
-}
-
-const char* AcceptPool::validate(const Context& ctx, const Hello& h) const {
-  return checkHello(h, ctx.commHash, ctx.rank, ctx.secret, challenge_);
 }
 
 Status SocketTransport::attach(std::shared_ptr<const Context> ctx) {

@@ -27,10 +27,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
+#include <type_traits>
 
+#include "base/handshake_server.h"
 #include "transports/transport.h"
 
 namespace atl::transport::socket {
@@ -52,6 +56,7 @@ struct Hello {
   uint8_t proof[32];  // HMAC-SHA256(secret, the listener's challenge | every byte above)
 };
 static_assert(sizeof(Hello) == 80);
+static_assert(std::has_unique_object_representations_v<Hello>, "no padding: sent as its bytes");
 
 /// The acceptor's answer: HMAC-SHA256(secret, kAckMagic bytes || the whole hello).
 struct Ack {
@@ -60,6 +65,7 @@ struct Ack {
   uint8_t proof[32];
 };
 static_assert(sizeof(Ack) == 40);
+static_assert(std::has_unique_object_representations_v<Ack>, "no padding: sent as its bytes");
 
 /// The random bytes a listener publishes in its PeerInfo; hellos to it are proven over them.
 using Challenge = decltype(PeerInfo::dataChallenge);
@@ -71,11 +77,11 @@ Digest helloProof(const Secret& secret, const Challenge& challenge, const Hello&
 /// (tests/fuzz) run exactly what the listener runs.
 const char* checkHello(const Hello& h, uint64_t commHash, int rank, const Secret& secret, const Challenge& challenge);
 
-/// Listener plus the connections it accepted but has not handed out yet (shared with connectors).
+/// The listener (a HandshakeServer) plus the connections it accepted but has not handed out yet,
+/// shared by the connectors of one transport.
 class AcceptPool {
  public:
-  AcceptPool(net::Fd listenFd, net::SockAddr listenAddr, const Challenge& challenge)
-      : listen_(std::move(listenFd)), addr_(listenAddr), challenge_(challenge) {}
+  AcceptPool(net::Fd listenFd, net::SockAddr listenAddr, const Challenge& challenge);
 
   struct Accepted {
     net::Fd fd;
@@ -87,23 +93,14 @@ class AcceptPool {
   const net::SockAddr& address() const { return addr_; }
 
  private:
-  struct Pending {
-    net::Fd fd;
-    std::string peerAddr;
-    Hello hello{};
-    size_t got = 0;
-    Deadline deadline;
-  };
-  Status acceptNew(const Context& ctx);
-  // Reads what a pending connection has; true when it is finished with (stashed or rejected).
-  bool advance(const Context& ctx, Pending& p);
-  const char* validate(const Context& ctx, const Hello& h) const;
+  std::optional<size_t> judge(const net::HandshakeServer::Conn& c, std::string* why) const;
+  void stash(net::HandshakeServer::Conn&& c);
 
   std::mutex mu_;
-  net::Fd listen_;
   net::SockAddr addr_;
   const Challenge challenge_;
-  std::vector<Pending> pending_;
+  const Context* ctx_ = nullptr;  // the caller of take(), which holds mu_ while the server runs
+  net::HandshakeServer server_;
   std::map<std::pair<int, int>, Accepted> ready_;
   std::set<std::pair<int, int>> taken_;
 };

@@ -14,7 +14,7 @@ enum class Source { Default, Config, Env };  // Config: NCCL_CONF_FILE, ~/.nccl.
 
 enum class Id : int {
 #define ATOLL_PARAM(id, name, type, def, doc) id,
-#include "core/param_list.h"
+#include "base/param_list.h"
 #undef ATOLL_PARAM
   Count
 };

@@ -8,9 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
-#include "common/deadline.h"
-#include "core/status.h"
+#include "base/deadline.h"
+#include "base/status.h"
 
 namespace atl::net {
 
@@ -33,6 +34,7 @@ struct PackedAddr {
   uint8_t addr[16];
 };
 static_assert(sizeof(PackedAddr) == 20);
+static_assert(std::has_unique_object_representations_v<PackedAddr>, "no padding: sent as its bytes");
 PackedAddr pack(const SockAddr& a);
 SockAddr unpack(const PackedAddr& p);
 

@@ -1,4 +1,4 @@
-#include "common/fd_limit.h"
+#include "base/fd_limit.h"
 
 #include <dirent.h>
 #include <sys/resource.h>
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace atl::net {
 namespace {

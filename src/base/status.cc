@@ -1,8 +1,8 @@
-#include "core/status.h"
+#include "base/status.h"
 
 #include <cstdio>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace atl {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/params.h"
+#include "base/params.h"
 
 #include <array>
 #include <atomic>
@@ -13,14 +13,14 @@
 #include <utility>
 #include <vector>
 
-#include "core/debug.h"
+#include "base/debug.h"
 
 namespace atl::params {
 namespace {
 
 constexpr Def kDefs[] = {
 #define ATOLL_PARAM(id, name, type, def, doc) {Id::id, name, Type::type, def, doc},
-#include "core/param_list.h"
+#include "base/param_list.h"
 #undef ATOLL_PARAM
 };
 static_assert(std::size(kDefs) == static_cast<size_t>(Id::Count));

@@ -1,4 +1,4 @@
-#include "bootstrap/challenge_server.h"
+#include "base/handshake_server.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -7,10 +7,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/fd_limit.h"
-#include "core/debug.h"
+#include "base/debug.h"
+#include "base/fd_limit.h"
+#include "base/hmac.h"
 
-namespace atl::bootstrap {
+namespace atl::net {
 namespace {
 // At most this many connections are read at once, so a flood cannot exhaust fds. Beyond it, new
 // ones wait in the kernel's listen backlog until slots free up (each slot is freed within the
@@ -18,22 +19,16 @@ namespace {
 constexpr size_t kMaxInProgress = 512;
 }  // namespace
 
-ChallengeServer::ChallengeServer(net::Fd listenFd, std::string name, size_t headerSize, HeaderCheck check,
-                                 OnComplete done, int bodyTimeoutMs)
-    : listen_(std::move(listenFd)),
-      name_(std::move(name)),
-      headerSize_(headerSize),
-      check_(std::move(check)),
-      done_(std::move(done)),
-      bodyTimeoutMs_(bodyTimeoutMs) {}
+HandshakeServer::HandshakeServer(Fd listenFd, Options options, HeaderCheck check, OnComplete done)
+    : listen_(std::move(listenFd)), opt_(std::move(options)), check_(std::move(check)), done_(std::move(done)) {}
 
-void ChallengeServer::reject(const Conn& c, const char* reason) {
-  ATOLL_WARN("%s: rejected connection from %s: %s", name_.c_str(), c.peer.c_str(), reason);
+void HandshakeServer::reject(const Conn& c, const char* reason) {
+  ATOLL_WARN("%s: rejected connection from %s: %s", opt_.name.c_str(), c.peer.c_str(), reason);
 }
 
-void ChallengeServer::acceptNew() {
+void HandshakeServer::acceptNew() {
   while (conns_.size() < kMaxInProgress) {
-    net::SockAddr peer;
+    SockAddr peer;
     peer.length = sizeof(peer.storage);
     int fd = accept4(listen_.get(), reinterpret_cast<sockaddr*>(&peer.storage), &peer.length,
                      SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -42,33 +37,36 @@ void ChallengeServer::acceptNew() {
       if (errno == EMFILE || errno == ENFILE) {
         // The connection stays queued and the listener readable: pause accepting rather than spin,
         // and say once why clients are waiting.
-        if (!warnedFds_) ATOLL_WARN("%s: cannot accept: %s%s", name_.c_str(), strerror(errno), net::fdHint(errno).c_str());
+        if (!warnedFds_) ATOLL_WARN("%s: cannot accept: %s%s", opt_.name.c_str(), strerror(errno), fdHint(errno).c_str());
         warnedFds_ = true;
+        fdError_ = errno;
         paused_ = true;
         resume_ = Deadline::afterMs(20);
       }
       return;  // EAGAIN: drained
     }
     Conn c;
-    c.fd = net::Fd(fd);
+    c.fd = Fd(fd);
     c.peer = peer.toString();
-    net::setNoDelay(fd);
-    randomBytes(c.nonce);
-    ssize_t rc;
-    do {
-      rc = ::send(fd, c.nonce.data(), c.nonce.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    } while (rc < 0 && errno == EINTR);
-    if (rc != static_cast<ssize_t>(c.nonce.size())) {
-      reject(c, "could not send challenge");
-      continue;
+    setNoDelay(fd);
+    if (opt_.sendNonce) {
+      randomBytes(c.nonce);
+      ssize_t rc;
+      do {
+        rc = ::send(fd, c.nonce.data(), c.nonce.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      } while (rc < 0 && errno == EINTR);
+      if (rc != static_cast<ssize_t>(c.nonce.size())) {
+        reject(c, "could not send challenge");
+        continue;
+      }
     }
-    c.header.resize(headerSize_);
-    c.deadline = Deadline::afterMs(wire::kHandshakeTimeoutMs);
+    c.header.resize(opt_.headerSize);
+    c.deadline = Deadline::afterMs(opt_.headerTimeoutMs);
     conns_.push_back(std::move(c));
   }
 }
 
-bool ChallengeServer::advance(Conn& c) {
+bool HandshakeServer::advance(Conn& c) {
   for (;;) {
     std::vector<uint8_t>& buf = c.inBody ? c.body : c.header;
     if (c.have == buf.size()) {
@@ -82,7 +80,7 @@ bool ChallengeServer::advance(Conn& c) {
         c.inBody = true;
         c.have = 0;
         c.body.resize(*bodyLen);
-        c.deadline = Deadline::afterMs(bodyTimeoutMs_);
+        c.deadline = Deadline::afterMs(opt_.bodyTimeoutMs);
         continue;
       }
       done_(std::move(c));
@@ -109,7 +107,7 @@ bool ChallengeServer::advance(Conn& c) {
   }
 }
 
-void ChallengeServer::pump(int timeoutMs) {
+void HandshakeServer::pump(int timeoutMs) {
   std::vector<pollfd> fds;
   fds.reserve(conns_.size() + 1);
   // With every slot busy (or descriptors out) the listener is left out of the poll set: its
@@ -120,7 +118,7 @@ void ChallengeServer::pump(int timeoutMs) {
   for (const auto& c : conns_) fds.push_back({c.fd.get(), POLLIN, 0});
   int rc = poll(fds.data(), fds.size(), paused_ ? std::min(timeoutMs, resume_.remainingMs(20)) : timeoutMs);
   if (rc < 0 && errno != EINTR) {
-    ATOLL_WARN("%s: poll failed: %s", name_.c_str(), strerror(errno));
+    ATOLL_WARN("%s: poll failed: %s", opt_.name.c_str(), strerror(errno));
     return;
   }
   // Every connection is advanced each round (not only the readable ones) so deadlines are enforced.
@@ -133,4 +131,4 @@ void ChallengeServer::pump(int timeoutMs) {
   if (rc > 0 && (fds[0].revents & POLLIN)) acceptNew();
 }
 
-}  // namespace atl::bootstrap
+}  // namespace atl::net

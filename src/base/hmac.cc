@@ -1,5 +1,5 @@
 // OpenSSL one-shot digests: no context objects to leak, and both are safe to call from any thread.
-#include "common/hmac.h"
+#include "base/hmac.h"
 
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>

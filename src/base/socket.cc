@@ -1,6 +1,6 @@
 // TCP helpers. Every wait is a poll() bounded by the caller's deadline and sliced so the abort flag
 // is noticed within ~100 ms; sockets are close-on-exec so forked launchers do not inherit them.
-#include "common/socket.h"
+#include "base/socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/fd_limit.h"
-#include "core/debug.h"
+#include "base/debug.h"
+#include "base/fd_limit.h"
 
 namespace atl::net {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/debug.h"
+#include "base/debug.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/params.h"
+#include "base/params.h"
 
 namespace atl::log {
 namespace {

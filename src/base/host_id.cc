@@ -1,20 +1,13 @@
-#include "core/host_id.h"
+#include "base/host_id.h"
 
 #include <unistd.h>
 
 #include <fstream>
 
-#include "core/params.h"
+#include "base/fnv1a.h"
+#include "base/params.h"
 
 namespace atl {
-namespace {
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-}  // namespace
-
 std::string hostName() {
   char buf[256] = {};
   gethostname(buf, sizeof(buf) - 1);

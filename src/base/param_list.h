@@ -97,7 +97,11 @@ ATOLL_PARAM(IslandSize, "ATOLL_ISLAND_SIZE", Int, "0",
 ATOLL_PARAM(Algo, "NCCL_ALGO", String, "",
             "Restrict algorithms, NCCL syntax: 'ring', '^tree', 'allreduce:tree,ring;broadcast:ring'. Names: ring, "
             "tree, rhd, direct, hierarchical, rd (recursive doubling), binomial (broadcast, reduce), bruck (all-gather).")
-ATOLL_PARAM(Proto, "NCCL_PROTO", String, "", "Restrict protocols, NCCL syntax (LL, LL128, Simple; '^' excludes).")
+ATOLL_PARAM(Proto, "NCCL_PROTO", String, "",
+            "Accepted for NCCL compatibility, and changes nothing: the host engine has one protocol, Simple, which "
+            "every call runs (NCCL_DEBUG_SUBSYS=TUNING reports it per call). The value is checked with NCCL's syntax "
+            "(LL, LL128, Simple; '^' excludes; per-collective lists): a malformed value or unknown name warns, and a "
+            "value that leaves out Simple warns once and Simple still runs.")
 ATOLL_PARAM(TunerPlugin, "NCCL_TUNER_PLUGIN", String, "",
             "Tuner plugin (NCCL ncclTunerPlugin v3+ ABI): a library path or name (libnccl-tuner-<name>.so).")
 
