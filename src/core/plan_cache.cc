@@ -25,24 +25,43 @@ size_t PlanKeyHash::operator()(const PlanKey& k) const {
 
 engine::Plan* PlanCache::acquire(const PlanKey& key) {
   auto it = entries_.find(key);
-  if (it == entries_.end() || it->second.taken) return nullptr;
-  it->second.taken = true;
-  taken_.push_back(&it->second);
-  return it->second.plan.get();
+  if (it == entries_.end() || it->second.taken) {
+    ++stats_.misses;
+    return nullptr;
+  }
+  ++stats_.hits;
+  Entry& e = it->second;
+  taken_.splice(taken_.end(), lru_, e.pos);  // out of the eviction order until releaseAll()
+  e.taken = true;
+  return e.plan.get();
 }
 
 engine::Plan* PlanCache::insert(const PlanKey& key, std::unique_ptr<engine::Plan>& plan, size_t capacity) {
-  if (entries_.size() >= capacity || entries_.count(key) != 0) return nullptr;
-  Entry& e = entries_[key];
+  if (capacity == 0 || entries_.count(key) != 0) return nullptr;
+  // A lowered capacity (ATOLL_PLAN_CACHE_SIZE reloaded) shrinks the cache here, one insert at a time.
+  while (entries_.size() >= capacity && !lru_.empty()) {
+    auto victim = entries_.find(*lru_.back()->key);  // erased by iterator: the key lives in the node
+    lru_.pop_back();
+    entries_.erase(victim);
+    ++stats_.evictions;
+  }
+  if (entries_.size() >= capacity) return nullptr;  // every cached plan is in use by this batch
+  auto it = entries_.try_emplace(key).first;
+  Entry& e = it->second;
   e.plan = std::move(plan);
+  e.key = &it->first;
   e.taken = true;
-  taken_.push_back(&e);
+  e.pos = taken_.insert(taken_.end(), &e);
   return e.plan.get();
 }
 
 void PlanCache::releaseAll() {
-  for (Entry* e : taken_) e->taken = false;
-  taken_.clear();
+  // Each in turn to the front, so the one taken last ends up the most recent.
+  while (!taken_.empty()) {
+    Entry* e = taken_.front();
+    e->taken = false;
+    lru_.splice(lru_.begin(), taken_, taken_.begin());
+  }
 }
 
 }  // namespace atl

@@ -1,13 +1,16 @@
 // Identical collectives on one communicator reuse one plan. A training step issues the same few
 // shapes thousands of times, and building a plan (schedule generation, several allocations, its
 // description) costs more than an 8-byte all-reduce over shared memory takes to run.
+//
+// The cache is an LRU: a job whose shapes change (warm-up, then training; bucket sizes that settle)
+// must not be stuck forever with the first `capacity` shapes it happened to issue.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <unordered_map>
-#include <vector>
 
 #include "algorithms/schedule.h"
 #include "engine/plan.h"
@@ -29,22 +32,42 @@ struct PlanKeyHash {
 
 class PlanCache {
  public:
-  /// A cached plan for `key` not yet taken by the batch being run (then marked taken), or nullptr.
+  struct Stats {
+    uint64_t hits = 0;       // acquire() found a plan
+    uint64_t misses = 0;     // acquire() found none, or only one the batch had already taken
+    uint64_t evictions = 0;  // plans dropped by insert() to make room
+  };
+
+  /// A cached plan for `key` not yet taken by the batch being run (then marked taken and made the
+  /// most recently used), or nullptr.
   engine::Plan* acquire(const PlanKey& key);
-  /// Keeps `plan` for later calls, taken by the current batch, while fewer than `capacity` are
-  /// cached; returns nullptr (and leaves `plan` with the caller) otherwise.
+  /// Keeps `plan` for later calls, taken by the current batch. When `capacity` plans are cached it
+  /// first evicts the least recently used one the batch has not taken; when the batch has taken
+  /// them all (or `capacity` is 0, or `key` is cached already) it returns nullptr and leaves `plan`
+  /// with the caller.
   engine::Plan* insert(const PlanKey& key, std::unique_ptr<engine::Plan>& plan, size_t capacity);
-  /// Makes every plan available again; called when a batch has finished with them.
+  /// Makes every plan available again, the ones taken last as the most recent; called when a batch
+  /// has finished with them.
   void releaseAll();
   size_t size() const { return entries_.size(); }
+  const Stats& stats() const { return stats_; }
 
  private:
   struct Entry {
     std::unique_ptr<engine::Plan> plan;
+    const PlanKey* key = nullptr;  // the map's own copy, to erase the entry when evicted
     bool taken = false;
+    std::list<Entry*>::iterator pos;  // its node in lru_ or, while taken, in taken_
   };
-  std::unordered_map<PlanKey, Entry, PlanKeyHash> entries_;  // node-based: Entry addresses are stable
-  std::vector<Entry*> taken_;
+  // Node-based: Entry and key addresses are stable while the entry exists.
+  std::unordered_map<PlanKey, Entry, PlanKeyHash> entries_;
+  // The entries not taken by the running batch, most recently used first: the back is the next to
+  // evict, so taken plans are never candidates and eviction stays O(1).
+  std::list<Entry*> lru_;
+  // The entries the running batch took, in the order it took them. Nodes move between the two
+  // lists by splice, so a cache hit allocates nothing.
+  std::list<Entry*> taken_;
+  Stats stats_;
 };
 
 }  // namespace atl

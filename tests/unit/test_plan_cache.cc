@@ -1,0 +1,177 @@
+// The per-communicator plan cache (core/plan_cache.h) is an LRU: a hit makes a plan the most
+// recent, a full cache evicts the least recently used plan the running batch has not taken, and a
+// batch that has taken every plan caches nothing more. The last tests drive it through real calls
+// on a 1-rank communicator: a working set issued after the cache filled with other shapes must be
+// cached (before the LRU, the first 64 shapes stayed forever and every later one was rebuilt).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "base/params.h"
+#include "core/comm.h"
+#include "core/plan_cache.h"
+#include "nccl.h"
+#include "tests/common/saved_env.h"
+
+namespace {
+
+using atl::PlanCache;
+using atl::PlanKey;
+using atl::engine::Plan;
+
+PlanKey key(size_t count) {
+  PlanKey k;
+  k.spec.coll = atl::algo::Coll::AllReduce;
+  k.spec.count = count;
+  k.dtype = ncclFloat;
+  return k;
+}
+
+// Builds, inserts and releases one batch holding `count`'s plan; true when it was cached.
+bool runOne(PlanCache& cache, size_t count, size_t capacity) {
+  Plan* got = cache.acquire(key(count));
+  if (got == nullptr) {
+    auto plan = std::make_unique<Plan>();
+    got = cache.insert(key(count), plan, capacity);
+  }
+  cache.releaseAll();
+  return got != nullptr;
+}
+
+bool cached(PlanCache& cache, size_t count) {
+  const bool hit = cache.acquire(key(count)) != nullptr;
+  cache.releaseAll();
+  return hit;
+}
+
+TEST(PlanCache, HitMakesMostRecentAndFullCacheEvictsLeastRecent) {
+  PlanCache cache;
+  for (size_t c : {1, 2, 3}) ASSERT_TRUE(runOne(cache, c, 3));
+  EXPECT_TRUE(cached(cache, 1));  // order now (most recent first): 1 3 2
+  ASSERT_TRUE(runOne(cache, 4, 3));  // evicts 2
+  EXPECT_EQ(cache.size(), 3u);
+  EXPECT_FALSE(cached(cache, 2));
+  EXPECT_TRUE(cached(cache, 1));
+  EXPECT_TRUE(cached(cache, 3));
+  EXPECT_TRUE(cached(cache, 4));
+  EXPECT_EQ(cache.stats().evictions, 1u);
+}
+
+TEST(PlanCache, HitAndMissCounts) {
+  PlanCache cache;
+  for (int round = 0; round < 3; ++round)
+    for (size_t c : {10, 20}) runOne(cache, c, 8);
+  EXPECT_EQ(cache.stats().misses, 2u);  // the first round builds
+  EXPECT_EQ(cache.stats().hits, 4u);
+  EXPECT_EQ(cache.stats().evictions, 0u);
+  // A plan the batch already took is a miss for a second identical call in the same batch.
+  ASSERT_NE(cache.acquire(key(10)), nullptr);
+  EXPECT_EQ(cache.acquire(key(10)), nullptr);
+  cache.releaseAll();
+  EXPECT_EQ(cache.stats().hits, 5u);
+  EXPECT_EQ(cache.stats().misses, 3u);
+}
+
+TEST(PlanCache, PlansTakenByTheBatchAreNeverEvicted) {
+  PlanCache cache;
+  for (size_t c : {1, 2, 3}) ASSERT_TRUE(runOne(cache, c, 3));  // LRU order: 3 2 1
+  // One batch (a group) takes 1 and 2, the two least recent; inserting 4 must evict 3.
+  Plan* one = cache.acquire(key(1));
+  Plan* two = cache.acquire(key(2));
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(two, nullptr);
+  auto four = std::make_unique<Plan>();
+  Plan* fourCached = cache.insert(key(4), four, 3);
+  ASSERT_NE(fourCached, nullptr);
+  // Now all three cached plans are taken: a fifth shape is not cached and stays with the caller.
+  auto five = std::make_unique<Plan>();
+  EXPECT_EQ(cache.insert(key(5), five, 3), nullptr);
+  EXPECT_NE(five, nullptr);
+  EXPECT_EQ(cache.size(), 3u);
+  cache.releaseAll();
+  EXPECT_FALSE(cached(cache, 3));
+  EXPECT_FALSE(cached(cache, 5));
+  for (size_t c : {1, 2, 4}) EXPECT_TRUE(cached(cache, c));
+}
+
+TEST(PlanCache, ReleaseOrdersTheBatchMostRecentLast) {
+  PlanCache cache;
+  for (size_t c : {1, 2, 3}) ASSERT_TRUE(runOne(cache, c, 3));
+  // One batch takes 3, then 1: afterwards 1 is the most recent, then 3, and 2 is the next victim.
+  ASSERT_NE(cache.acquire(key(3)), nullptr);
+  ASSERT_NE(cache.acquire(key(1)), nullptr);
+  cache.releaseAll();
+  ASSERT_TRUE(runOne(cache, 4, 3));
+  EXPECT_FALSE(cached(cache, 2));
+  ASSERT_TRUE(runOne(cache, 5, 3));  // order was 4 1 3 (cached(2) missed): evicts 3
+  EXPECT_FALSE(cached(cache, 3));
+  EXPECT_TRUE(cached(cache, 1));
+}
+
+TEST(PlanCache, ZeroOrLoweredCapacity) {
+  PlanCache cache;
+  EXPECT_FALSE(runOne(cache, 1, 0));
+  EXPECT_EQ(cache.size(), 0u);
+  for (size_t c : {1, 2, 3, 4}) ASSERT_TRUE(runOne(cache, c, 4));
+  ASSERT_TRUE(runOne(cache, 5, 2));  // capacity lowered to 2: evicts down to one, then inserts
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_TRUE(cached(cache, 5));
+  EXPECT_TRUE(cached(cache, 4));
+}
+
+// Real calls: 1-rank communicator, ATOLL_PLAN_CACHE_SIZE=8.
+class PlanCacheCalls : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    env_.save({"ATOLL_PLAN_CACHE_SIZE"});
+    setenv("ATOLL_PLAN_CACHE_SIZE", "8", 1);
+    atl::params::reloadForTesting();
+    ncclUniqueId id;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    ASSERT_EQ(ncclCommInitRank(&comm_, 1, id, 0), ncclSuccess);
+  }
+  void TearDown() override {
+    if (comm_ != nullptr) {
+      EXPECT_EQ(ncclCommDestroy(comm_), ncclSuccess);
+    }
+    env_.restore();
+    atl::params::reloadForTesting();
+  }
+  void call(size_t count) {
+    ASSERT_EQ(ncclAllReduce(buf_.data(), buf_.data(), count, ncclFloat, ncclSum, comm_, nullptr), ncclSuccess);
+  }
+  const PlanCache::Stats& stats() const { return comm_->plans.stats(); }
+
+  atl::test::SavedEnv env_;
+  ncclComm_t comm_ = nullptr;
+  std::vector<float> buf_ = std::vector<float>(1024, 1.0f);
+};
+
+TEST_F(PlanCacheCalls, WorkingSetAfterOtherShapesIsCached) {
+  for (size_t c = 1; c <= 8; ++c) call(c);  // fills the cache with shapes that are never used again
+  ASSERT_EQ(comm_->plans.size(), 8u);
+  const PlanCache::Stats before = stats();
+  for (int round = 0; round < 3; ++round)
+    for (size_t c = 101; c <= 106; ++c) call(c);
+  EXPECT_EQ(stats().misses - before.misses, 6u);  // only the first round builds
+  EXPECT_EQ(stats().hits - before.hits, 12u);
+  EXPECT_EQ(stats().evictions - before.evictions, 6u);
+}
+
+TEST_F(PlanCacheCalls, GroupedCallsKeepTheirPlans) {
+  // One group of 10 distinct shapes against a capacity of 8: the group takes every cached plan, so
+  // the last two are built and freed with the batch, and nothing it took is evicted under it.
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    for (size_t c = 1; c <= 10; ++c) call(c);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  }
+  EXPECT_EQ(comm_->plans.size(), 8u);
+  EXPECT_EQ(stats().evictions, 0u);
+  EXPECT_EQ(stats().hits, 8u);  // the second round reuses the 8 the first one cached
+  EXPECT_EQ(stats().misses, 12u);
+  for (float v : buf_) EXPECT_EQ(v, 1.0f);  // one rank: sums are copies
+}
+
+}  // namespace
