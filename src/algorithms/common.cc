@@ -47,6 +47,13 @@ int channelsFor(size_t count, int nchannels, size_t minPerChannel) {
   return static_cast<int>(std::clamp<size_t>(byShare, 1, static_cast<size_t>(std::max(nchannels, 1))));
 }
 
+int channelsUsed(const Schedule& s) {
+  std::vector<int> channels;
+  for (const Program& p : s.programs) channels.push_back(p.channel);
+  std::sort(channels.begin(), channels.end());
+  return static_cast<int>(std::unique(channels.begin(), channels.end()) - channels.begin());
+}
+
 void addTransfer(Program& prog, int sendPeer, Ref src, size_t sendCount, int recvPeer, Ref dst, size_t recvCount,
                  bool reduce, Ref acc) {
   Step st;

@@ -1,8 +1,6 @@
 // Direct schedules: every rank talks to its peers without relaying. AlltoAll walks peer offsets
 // i = 1..n-1 (send to p+i while receiving from p-i), which keeps every step matched across ranks;
 // Gather/Scatter give the root one program per peer so all peers stream at once.
-#include <bit>
-
 #include "algorithms/ring.h"
 
 namespace atl::algo {
@@ -74,40 +72,6 @@ Schedule directScatter(const CollSpec& s) {
     if (!prog.steps.empty()) out.programs.push_back(std::move(prog));
   }
   return out;
-}
-
-Schedule buildSchedule(const CollSpec& s) {
-  switch (s.coll) {
-    case Coll::AllReduce:
-      switch (s.algo) {
-        case Algo::RecursiveDoubling:
-          if (std::has_single_bit(static_cast<unsigned>(s.nranks))) return rdAllReduce(s);
-          break;
-        case Algo::RecursiveHalvingDoubling: return rhdAllReduce(s);
-        case Algo::Direct: return directAllReduce(s);
-        case Algo::Tree: return treeAllReduce(s);
-        case Algo::Hierarchical: return hierAllReduce(s);
-        case Algo::Ring:
-        case Algo::Binomial:
-        case Algo::Bruck: break;
-      }
-      return ringAllReduce(s);
-    case Coll::AllGather:
-      if (s.algo == Algo::Bruck) return bruckAllGather(s);
-      return s.algo == Algo::Hierarchical ? hierAllGather(s) : ringAllGather(s);
-    case Coll::ReduceScatter: return s.algo == Algo::Hierarchical ? hierReduceScatter(s) : ringReduceScatter(s);
-    case Coll::Broadcast:
-      if (s.algo == Algo::Binomial) return binomialBroadcast(s);
-      return s.algo == Algo::Hierarchical ? hierBroadcast(s) : chainBroadcast(s);
-    case Coll::Reduce:
-      if (s.algo == Algo::Binomial) return binomialReduce(s);
-      return s.algo == Algo::Hierarchical ? hierReduce(s) : chainReduce(s);
-    case Coll::AlltoAll: return directAlltoAll(s);
-    case Coll::Gather: return directGather(s);
-    case Coll::Scatter: return directScatter(s);
-    case Coll::SendRecv: break;
-  }
-  return {};
 }
 
 }  // namespace atl::algo

@@ -8,6 +8,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "core/call_check_inbox.h"
+#include "core/call_report.h"
 #include "core/comm_topology.h"
 #include "core/plan_cache.h"
 #include "core/redop.h"
@@ -58,6 +59,7 @@ struct ncclComm {
   atl::RegistrationTable registrations;  // ncclCommRegister; freed with the communicator
   atl::CommTopology topology;
   atl::PlanCache plans;  // used only by the thread issuing calls on this communicator
+  std::optional<atl::CallReport> lastCall;  // likewise (core/call_report.h)
   const atl::device::Device* device = nullptr;
 };
 

@@ -5,12 +5,13 @@
 #include <thread>
 #include <vector>
 
+#include "base/debug.h"
+#include "base/params.h"
 #include "core/call_check.h"
+#include "core/call_report.h"
 #include "core/comm.h"
 #include "core/connect.h"
-#include "core/debug.h"
 #include "core/fault_notice.h"
-#include "core/params.h"
 #include "core/plan_builder.h"
 #include "core/plan_cache.h"
 #include "engine/executor.h"
@@ -134,6 +135,7 @@ Status runOps(std::span<const OpDesc> ops) {
       if (op.count == 0) continue;
       PlanKey key = collectiveKey(op);
       engine::Plan* plan = cacheable(op) ? comm->plans.acquire(key) : nullptr;
+      const bool fromCache = plan != nullptr;
       if (plan != nullptr) {
         bindBuffers(*plan, op);
       } else {
@@ -145,6 +147,7 @@ Status runOps(std::span<const OpDesc> ops) {
           owned.push_back(std::move(built));
         }
       }
+      reportCall(comm, op.coll, op.count, *plan, fromCache);
       q.plans.push_back(plan);
     }
     if (!p2p.empty()) {

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "algorithms/p2p.h"
+#include "base/params.h"
 #include "core/comm.h"
-#include "core/params.h"
 
 namespace atl {
 namespace {
@@ -83,11 +83,13 @@ Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op, cons
     tuning::Choice choice = comm->topology.selector->choose(op.coll, bytes);
     spec.algo = choice.algo;
     spec.nchannels = std::clamp(choice.nchannels, 1, comm->links.nchannels);
+    plan->proto = tuning::protoName(choice.proto);
   }
+  const algo::Algo ran = algo::executedAlgo(spec);  // after the generator's fallbacks
   char what[160];
   const bool named = tuning::hasHierarchical(op.coll);  // collectives with a choice of algorithm
   snprintf(what, sizeof(what), "%s(count %zu, %s%s%s) on rank %d/%d", algo::collName(op.coll), op.count,
-           kernels::dtypeName(op.dtype), named ? ", " : "", named ? algo::algoName(spec.algo) : "", comm->rank,
+           kernels::dtypeName(op.dtype), named ? ", " : "", named ? algo::algoName(ran) : "", comm->rank,
            comm->nranks);
   plan->what = what;
 
@@ -121,6 +123,8 @@ Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op, cons
     }
   }
   plan->schedule = algo::buildSchedule(spec);
+  plan->algo = ran;
+  plan->nchannels = algo::channelsUsed(plan->schedule);
   return plan;
 }
 

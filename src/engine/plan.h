@@ -27,6 +27,10 @@ struct Plan {
   std::function<void(Plan&)> prologue;        // runs when the plan starts (reads user input then)
   std::function<void(Plan&)> epilogue;        // runs after every program finished (e.g. Avg division)
   std::string what;                           // "AllReduce 1024 x float" for logs and errors
+  // How the plan was made, for the per-call report (core/call_report.h); set by the plan builder.
+  algo::Algo algo = algo::Algo::Ring;         // the generator that built `schedule`, after any fallback
+  const char* proto = "Simple";               // static name; this engine's one protocol (tuning/algo_env.h)
+  int nchannels = 0;                          // distinct channels of this rank's programs
   std::vector<LinkKey> links;                 // what the schedule uses (core/connect.h), once known
   bool linksKnown = false;
 };

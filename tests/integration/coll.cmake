@@ -1,10 +1,11 @@
-# Collective correctness driver (public API only) and its ctest matrix:
+# Collective correctness driver (the public API, plus the per-call algorithm report that
+# --expect-algo reads, hence the static library whose internal symbols it can see) and its ctest matrix:
 # ranks x {threads, procs} over shared memory, procs over sockets, and one ncclCommInitAll run.
 add_executable(coll_check
   ${CMAKE_CURRENT_LIST_DIR}/coll_check.cc
   ${CMAKE_CURRENT_LIST_DIR}/coll_cases.cc)
 target_include_directories(coll_check PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(coll_check PRIVATE atoll Threads::Threads)
+target_link_libraries(coll_check PRIVATE atoll_static Threads::Threads)
 
 # The default sweep (every count, datatype, op; roots and big-count ops rotated) where the 2 shared
 # cores keep up, --quick (6 counts) where 5 or 8 ranks oversubscribe them; `coll_check --full` by

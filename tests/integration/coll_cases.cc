@@ -1,9 +1,12 @@
 #include "tests/integration/coll_cases.h"
 
+#include "core/call_report.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 namespace collcheck {
 namespace {
@@ -388,8 +391,62 @@ std::vector<Case> buildCases(const Options& opt, int n) {
   return cases;
 }
 
+bool parseExpectAlgo(const std::string& spec, std::vector<std::string>* out) {
+  out->assign(static_cast<size_t>(Coll::kCount), "");
+  std::string all;
+  std::vector<std::pair<int, std::string>> given;
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t e = spec.find(',', pos);
+    if (e == std::string::npos) e = spec.size();
+    const std::string item = spec.substr(pos, e - pos);
+    pos = e + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      all = item;
+      continue;
+    }
+    const std::string coll = item.substr(0, eq);
+    int found = -1;
+    for (int i = 0; i < static_cast<int>(Coll::kCount); ++i)
+      if (coll == kCollNames[i]) found = i;
+    if (found < 0) return false;
+    given.emplace_back(found, item.substr(eq + 1));
+  }
+  for (Coll c : {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter})
+    (*out)[static_cast<size_t>(c)] = all;
+  for (Coll c : {Coll::kAlltoAll, Coll::kGather, Coll::kScatter}) (*out)[static_cast<size_t>(c)] = "direct";
+  for (const auto& [i, a] : given) (*out)[static_cast<size_t>(i)] = a;
+  auto& bcast = (*out)[static_cast<size_t>(Coll::kBcast)];
+  if (bcast.empty()) bcast = (*out)[static_cast<size_t>(Coll::kBroadcast)];
+  return true;
+}
+
+namespace {
+
+// The algorithm the library reports for the call just made must be the expected one, so a silent
+// fallback (to the ring, say) fails the test instead of passing on correct data.
+void checkExecutedAlgo(const World& w, const Case& c, RankRun& rr, uint64_t seqBefore) {
+  const std::string& want = w.expectAlgo.empty() ? std::string() : w.expectAlgo[static_cast<size_t>(c.coll)];
+  if (want.empty() || c.count == 0) return;
+  std::optional<atl::CallReport> got = atl::lastCall(rr.comm);
+  if (!got || got->seq != seqBefore + 1) {
+    rr.errors.push_back(c.describe() + ": no executed-algorithm report for this call");
+    return;
+  }
+  if (want != atl::algo::algoName(got->algo) || got->count != c.count || got->dtype != c.dt)
+    rr.errors.push_back(c.describe() + ": ran " + atl::algo::algoName(got->algo) + " (count " +
+                        std::to_string(got->count) + "), expected " + want);
+}
+
+}  // namespace
+
 void runCase(const World& w, const Case& c, Stats& stats) {
   std::vector<RankRun> runs(w.ranks.size());
+  std::vector<uint64_t> seqBefore(w.ranks.size(), 0);
+  for (size_t l = 0; l < runs.size(); ++l)
+    if (std::optional<atl::CallReport> last = atl::lastCall(w.comms[l])) seqBefore[l] = last->seq;
   for (size_t l = 0; l < runs.size(); ++l) {
     runs[l].rank = w.ranks[l];
     runs[l].comm = w.comms[l];
@@ -407,8 +464,10 @@ void runCase(const World& w, const Case& c, Stats& stats) {
     ncclResult_t r = ncclGroupEnd();
     if (r != ncclSuccess && groupErr.empty()) groupErr = callError("ncclGroupEnd", r, runs[0].comm);
   }
-  for (RankRun& rr : runs) {
+  for (size_t l = 0; l < runs.size(); ++l) {
+    RankRun& rr = runs[l];
     if (!groupErr.empty()) rr.errors.push_back(groupErr);
+    if (rr.errors.empty() && !p2p) checkExecutedAlgo(w, c, rr, seqBefore[l]);
     check(c, w.nranks, rr);
     if (rr.errors.empty()) {
       stats.pass();

@@ -59,7 +59,16 @@ struct Options {
   Level level = Level::kStandard;
   bool verbose = false;
   int maxFailuresPrinted = 20;
+  // --expect-algo: the algorithm each collective must report having run (core/call_report.h),
+  // indexed by Coll; empty entries are not checked.
+  std::vector<std::string> expectAlgo = std::vector<std::string>(static_cast<size_t>(Coll::kCount));
 };
+
+// Parses --expect-algo's value: "ALGO" for every collective with a choice of algorithm, and
+// "COLL=ALGO" entries that override it, comma-separated ("ring,allreduce=tree"). All-to-all, gather
+// and scatter have one schedule, reported as "direct"; bcast follows broadcast; send/recv is not
+// checked. False on an unknown collective.
+bool parseExpectAlgo(const std::string& spec, std::vector<std::string>* out);
 
 std::vector<Case> buildCases(const Options& opt, int nranks);
 
@@ -87,6 +96,7 @@ struct World {
   std::vector<int> ranks;
   std::vector<ncclComm_t> comms;
   bool grouped = false;
+  std::vector<std::string> expectAlgo;  // Options::expectAlgo on the communicators the driver made
 };
 
 // Runs one case on every local rank and records one pass/fail per (case, rank).

@@ -1,5 +1,6 @@
 // Collective correctness driver: checks every collective x datatype x op x count x placement x root
-// against a reference computed here, using only the public NCCL API.
+// against a reference computed here, using the public NCCL API (and, for --expect-algo, the
+// library's per-call report of the algorithm that ran, core/call_report.h).
 //
 //   coll_check --threads N   N threads, each ncclCommInitRank
 //   coll_check --initall N   one thread, ncclCommInitAll, every call grouped over all comms
@@ -7,6 +8,7 @@
 //                            ncclGetUniqueId, so it hosts the rendezvous root, and passes the id
 //                            hex-encoded through a pipe
 // Subsets: --colls a,b  --types a,b  --ops a,b  --counts 0,5,77  --timeout SECONDS
+// --expect-algo SPEC: fail any call that ran another algorithm (parseExpectAlgo, coll_cases.h).
 // Sweep size: --quick (6 counts), default (11 counts; roots and big-count operators rotate through
 // the sweep), --full (every root and operator at every count).
 #include <fcntl.h>
@@ -73,7 +75,8 @@ bool selectNames(const std::string& list, const char* const (&names)[N], std::ve
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: coll_check (--threads N | --initall N | --procs N) [--colls LIST] [--types LIST]\n"
-               "                  [--ops LIST] [--counts LIST] [--quick|--full] [--timeout SEC] [--verbose]\n");
+               "                  [--ops LIST] [--counts LIST] [--quick|--full] [--timeout SEC] [--verbose]\n"
+               "                  [--expect-algo ALGO[,COLL=ALGO...]]\n");
   std::exit(2);
 }
 
@@ -133,6 +136,13 @@ Args parseArgs(int argc, char** argv) {
       std::string v = next();
       forward(v);
       a.timeoutSec = std::atof(v.c_str());
+    } else if (s == "--expect-algo") {
+      std::string v = next();
+      forward(v);
+      if (!parseExpectAlgo(v, &a.opt.expectAlgo)) {
+        std::fprintf(stderr, "coll_check: unknown collective in --expect-algo '%s'\n", v.c_str());
+        usage();
+      }
     } else if (s == "--quick" || s == "--full") {
       a.opt.level = s == "--quick" ? Level::kQuick : Level::kFull;
       a.passthrough.push_back(s);
@@ -434,6 +444,7 @@ void initOne(int n, const ncclUniqueId& id, int rank, const Options& opt, Stats&
   w.nranks = n;
   w.ranks = {rank};
   w.comms = {nullptr};
+  w.expectAlgo = opt.expectAlgo;
   ncclResult_t r = ncclCommInitRank(&w.comms[0], n, id, rank);
   if (r != ncclSuccess) {
     st.fail("ncclCommInitRank rank " + std::to_string(rank) + ": " + ncclGetErrorString(r) + " / " +
@@ -465,6 +476,7 @@ int runInitAll(const Args& a, Stats& st) {
   World w;
   w.nranks = a.nranks;
   w.grouped = true;
+  w.expectAlgo = a.opt.expectAlgo;
   w.comms.assign(static_cast<size_t>(a.nranks), nullptr);
   for (int r = 0; r < a.nranks; ++r) w.ranks.push_back(r);
   ncclResult_t r = ncclCommInitAll(w.comms.data(), a.nranks, nullptr);
