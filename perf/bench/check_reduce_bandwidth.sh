@@ -10,6 +10,8 @@
 # makes a run slower. CPU time is used (Google Benchmark's default) so descheduled time is ignored.
 #
 # Usage: check_reduce_bandwidth.sh [path/to/bench_kernels] [threshold]
+#   (or `cmake --build build --target check_reduce_bandwidth`, perf/bench/kernels.cmake)
+# Exit status: 0 fast enough, 1 too slow, 2 usage error or unparsable benchmark output.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bench="${1:-}"
@@ -20,7 +22,10 @@ if [[ -z "$bench" ]]; then
 fi
 threshold="${2:-0.80}"
 reps="${ATOLL_BENCH_REPS:-5}"
+(($# <= 2)) || { echo "usage: check_reduce_bandwidth.sh [path/to/bench_kernels] [threshold]" >&2; exit 2; }
 [[ -x "$bench" ]] || { echo "bench_kernels not found at $bench (pass its path)" >&2; exit 2; }
+[[ "$threshold" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "threshold must be a ratio such as 0.80, got '$threshold'" >&2; exit 2; }
+[[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "ATOLL_BENCH_REPS must be a positive integer, got '$reps'" >&2; exit 2; }
 
 size=67108864
 # avx2:1 asks for the best variant the CPU has (it is clamped to baseline without AVX2).

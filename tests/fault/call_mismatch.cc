@@ -5,8 +5,12 @@
 // "mixed": one rank sends and receives while the others run a collective; it gets ncclInvalidUsage,
 // the others that or ncclRemoteError naming it, all promptly, and the communicator is broken.
 //
-//   call_mismatch --case NAME [--ranks N]     NAME: count dtype op root coll p2p mixed init none
+//   call_mismatch --case NAME [--ranks N] [--bound-ms MS]
+//   NAME: count dtype op root coll p2p mixed init none
 //   (init: one rank runs without ATOLL_CHECK, which every rank must refuse at ncclCommInitRank)
+// "Promptly" is asserted: every rank's call returns within --bound-ms (default 5000), while the
+// engine's and the links' own timeouts are raised to 60 s, so a rank that learned of the mismatch
+// only by timing out fails the bound instead of passing late.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -114,6 +118,7 @@ std::vector<std::string> lines(const std::string& path) {
 int main(int argc, char** argv) {
   std::string which = "count", outDir;
   int nranks = 4, childRank = -1, idFd = -1;
+  long boundMs = 5000;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return std::fprintf(stderr, "missing value for %s\n", a.c_str()), 2;
@@ -122,10 +127,13 @@ int main(int argc, char** argv) {
     else if (a == "--rank") childRank = std::atoi(argv[++i]);
     else if (a == "--id-fd") idFd = std::atoi(argv[++i]);
     else if (a == "--out") outDir = argv[++i];
+    else if (a == "--bound-ms") boundMs = std::atol(argv[++i]);
     else return std::fprintf(stderr, "unknown argument %s\n", a.c_str()), 2;
   }
   if (childRank >= 0) return child(which, childRank, nranks, idFd, outDir);
   setenv("ATOLL_CHECK", "1", 1);
+  setenv("ATOLL_TIMEOUT_MS", "60000", 1);
+  setenv("ATOLL_HEARTBEAT_TIMEOUT_MS", "60000", 1);
   char tmpl[] = "/tmp/atoll-mismatch-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 2;
   outDir = tmpl;
@@ -164,6 +172,10 @@ int main(int argc, char** argv) {
     std::printf("rank %d: %s after %s ms: %s\n", r, got[0].c_str(), got[2].c_str(), got[1].c_str());
     if (got[0] != want && !(alsoRemote && got[0] == ncclGetErrorString(ncclRemoteError))) {
       std::printf("FAIL rank %d: expected '%s'\n", r, want.c_str());
+      ++failures;
+    }
+    if (std::atol(got[2].c_str()) > boundMs) {
+      std::printf("FAIL rank %d: the call took %s ms, over the %ld ms bound\n", r, got[2].c_str(), boundMs);
       ++failures;
     }
     if (involved && got[1].find("ATOLL_CHECK") == std::string::npos) {

@@ -84,3 +84,8 @@ set_tests_properties(fault_hostile_listeners PROPERTIES TIMEOUT 150 LABELS "faul
 # At 8 ranks the collective ranks wait on the odd one at different points of their exchange.
 add_test(NAME fault_call_mismatch_mixed_8ranks COMMAND call_mismatch --case mixed --ranks 8)
 set_tests_properties(fault_call_mismatch_mixed_8ranks PROPERTIES TIMEOUT 90 LABELS "fault")
+# The bound is enforced: an impossible one (-1 ms) fails the run, naming it.
+add_test(NAME fault_call_mismatch_bound_enforced
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/expect_status.sh -m "over the -1 ms bound" 1
+                 $<TARGET_FILE:call_mismatch> --case mixed --ranks 4 --bound-ms -1)
+set_tests_properties(fault_call_mismatch_bound_enforced PROPERTIES TIMEOUT 90 LABELS "fault")

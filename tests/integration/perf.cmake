@@ -60,7 +60,13 @@ atoll_perf_test(atollrun_killed_rank 20 ${ATOLL_EXPECT} 137 ${ATOLL_RUN} -np 2 s
   "if [ \"$RANK\" = 0 ]\nthen kill -9 $$\nfi\nsleep 60")
 atoll_perf_test(atollrun_timeout 20 ${ATOLL_EXPECT} 124 ${ATOLL_RUN} --timeout 1 -np 2 sleep 60)
 atoll_perf_test(atollrun_bad_usage 20 ${ATOLL_EXPECT} 2 ${ATOLL_RUN} -np 0 true)
-# A perf rank that dies mid-job: the survivors must not hang in a collective.
-atoll_perf_test(atollrun_perf_rank_dies 60 ${ATOLL_EXPECT} 137 ${ATOLL_RUN} --grace 2 -np 3 sh -c
-  "if [ \"$RANK\" = 2 ]\nthen sleep 0.5\nkill -9 $$\nfi\nexec \"$0\" -b 1M -e 1M -n 100000 -c 0"
+# A perf rank killed mid-job (2 s in, after init): the survivors must fail on their own with the
+# library's error, not be stopped by the launcher. They ignore atollrun's SIGTERM (SIG_IGN survives
+# exec), so a survivor that hung would still be running when the 20 s grace ends and atollrun says
+# it is killing it: that line, or a survivor without its AllReduce error, fails the test.
+atoll_perf_test(atollrun_perf_rank_dies 60 ${ATOLL_EXPECT}
+  -m "rank 0: AllReduce failed: remote process exited" -m "rank 1: AllReduce failed: remote process exited"
+  -x "still running .* after SIGTERM"
+  137 ${ATOLL_RUN} --grace 20 -np 3 sh -c
+  "trap '' TERM\nif [ \"$RANK\" = 2 ]\nthen (sleep 2\nkill -9 $$) &\nfi\nexec \"$0\" -b 1M -e 1M -n 100000 -c 0"
   $<TARGET_FILE:all_reduce_perf>)

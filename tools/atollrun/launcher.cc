@@ -251,6 +251,8 @@ int Supervisor::run() {
       beginShutdown(124);
     }
     if (shuttingDown_ && !killed_ && Clock::now() > killAt_) {
+      std::fprintf(stderr, "atollrun: %d rank(s) still running %g s after SIGTERM; killing them\n", alive(),
+                   spec_.graceSec);
       signalAll(SIGKILL);
       killed_ = true;
     }
