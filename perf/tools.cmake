@@ -5,6 +5,7 @@ add_library(atoll_perf_common STATIC
   ${CMAKE_CURRENT_LIST_DIR}/common/driver.cc
   ${CMAKE_CURRENT_LIST_DIR}/common/options.cc
   ${CMAKE_CURRENT_LIST_DIR}/common/report.cc
+  ${CMAKE_CURRENT_LIST_DIR}/common/tally.cc
   ${CMAKE_CURRENT_LIST_DIR}/common/values.cc
   ${CMAKE_CURRENT_LIST_DIR}/common/world.cc)
 target_include_directories(atoll_perf_common PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)

@@ -16,6 +16,8 @@
 
 #include "perf/common/options.h"
 #include "perf/common/report.h"
+#include "perf/common/tally.h"
+#include "perf/common/tool_env.h"
 #include "perf/common/values.h"
 #include "perf/common/world.h"
 
@@ -64,7 +66,9 @@ struct Job {
   const CollInfo& coll;
   const World& world;
   int nranks;
-  Report* report;  // owned by the process that holds rank 0
+  Report* report;   // owned by the process that holds rank 0
+  Tally* tally;     // null without checking (-c 0)
+  int corruptRank;  // ATOLL_PERF_CORRUPT_RANK, -1 when unset
 };
 
 double now(bool cpu) {
@@ -112,6 +116,7 @@ class RankGroup {
   void init();
   void allocate();
   void shareRankLines();
+  void joinTally();
   void combine(double* values, int n, ncclRedOp_t op);
   void barrier();
   void sweep(ncclDataType_t type, ncclRedOp_t op, int root);
@@ -125,6 +130,8 @@ class RankGroup {
 
   const Job& job_;
   std::vector<RankState> ranks_;
+  std::unique_ptr<Tally::Client> tally_;
+  uint64_t tallyRows_ = 0;
   bool wrongSeen_ = false;
   bool dirty_ = false;  // buffers hold verification data, which repeated in-place reductions could overflow
 };
@@ -170,6 +177,20 @@ void RankGroup::shareRankLines() {
   std::vector<std::string> lines;
   for (int r = 0; r < job_.nranks; ++r) lines.emplace_back(&all[0][static_cast<size_t>(r) * lineBytes]);
   job_.report->printRanks(lines);
+}
+
+void RankGroup::joinTally() {
+  if (job_.tally == nullptr) return;
+  std::vector<TallyRecord> received(ranks_.size());
+  if (job_.tally->crossProcess()) {
+    // The library's only part in the tally: telling the clients where the server is. Wrong bytes
+    // fail the record's checks or the connection, so they cannot turn into a clean count.
+    forAll("ncclBroadcast", [&](RankState& rs, size_t i) {
+      const void* send = rs.rank == 0 ? static_cast<const void*>(&job_.tally->record()) : &received[i];
+      return ncclBroadcast(send, &received[i], sizeof(TallyRecord), ncclUint8, 0, rs.comm, nullptr);
+    });
+  }
+  tally_ = job_.tally->join(received.data());
 }
 
 void RankGroup::combine(double* values, int n, ncclRedOp_t op) {
@@ -224,8 +245,12 @@ int64_t RankGroup::verify(Place place, size_t bytes, ncclDataType_t type, ncclRe
   int64_t wrong = 0;
   for (RankState& rs : ranks_) {
     Layout l = layoutFor(coll, bytes, es, job_.nranks, rs.rank);
-    const std::byte* out = rs.recv.at(inPlace ? l.inPlaceRecv : 0, es);
+    std::byte* out = rs.recv.at(inPlace ? l.inPlaceRecv : 0, es);
     const size_t n = outputCount(coll, l, rs.rank, root);
+    if (rs.rank == job_.corruptRank && n > 0) {
+      // Test hook: a result no library could have produced (NaN for floats, inverted bits for integers).
+      for (size_t b = 0; b < es; ++b) out[b] = typeInfo(type).isFloat ? std::byte{0xff} : ~out[b];
+    }
     for (size_t j = 0; j < n; ++j) {
       double want = expectedOutput(coll, pattern, l, rs.rank, root, job_.nranks, j);
       if (!pattern.matches(decode(type, out, j), want)) ++wrong;
@@ -249,7 +274,7 @@ Row RankGroup::measure(size_t bytes, ncclDataType_t type, ncclRedOp_t op, int ro
   const size_t es = typeInfo(type).size;
   const Layout l0 = layoutFor(job_.coll.coll, bytes, es, job_.nranks, 0);
   double times[2] = {};
-  double wrongs[2] = {-1, -1};
+  int64_t wrongs[2] = {-1, -1};
   for (Place place : {Place::OutOfPlace, Place::InPlace}) {
     clean(bytes, es);
     const int p = place == Place::InPlace ? 1 : 0;
@@ -258,7 +283,7 @@ Row RankGroup::measure(size_t bytes, ncclDataType_t type, ncclRedOp_t op, int ro
     if (o.warmupIters > 0) issueAll(place, bytes, type, op, root, 1);
     times[p] = timeIt(place, bytes, type, op, root, o.iters);
     if (o.check) {
-      wrongs[p] = static_cast<double>(verify(place, bytes, type, op, root));
+      wrongs[p] = verify(place, bytes, type, op, root);
       dirty_ = true;
     }
   }
@@ -267,7 +292,9 @@ Row RankGroup::measure(size_t bytes, ncclDataType_t type, ncclRedOp_t op, int ro
   if (o.average == TimeReduce::Avg) {
     for (double& t : times) t /= job_.nranks;
   }
-  if (o.check) combine(wrongs, 2, ncclSum);
+  // Not combine(): summed by the library under test, a broken all-reduce could report its own
+  // wrong results as 0. The tally adds the counts up outside the library (the times may use it).
+  if (o.check) tally_->sum(tallyRows_++, wrongs);
 
   Row row;
   row.bytes = l0.bufferCount() * es;
@@ -283,7 +310,7 @@ Row RankGroup::measure(size_t bytes, ncclDataType_t type, ncclRedOp_t op, int ro
     m.timeUs = times[p];
     m.algBw = times[p] > 0 ? static_cast<double>(row.bytes) * algFactor / (times[p] * 1e3) : 0.0;
     m.busBw = m.algBw * factor;
-    m.wrong = static_cast<int64_t>(wrongs[p]);
+    m.wrong = wrongs[p];
     if (m.wrong > 0) wrongSeen_ = true;
   }
   return row;
@@ -323,6 +350,7 @@ void RankGroup::run() {
   if (isReporter()) retireIdFile(job_.world);  // every rank has joined, so no one needs the file any more
   allocate();
   shareRankLines();
+  joinTally();
   const std::vector<ncclRedOp_t> noOp{ncclSum};
   const std::vector<ncclRedOp_t>& ops = job_.coll.reduces ? o.ops : noOp;
   const int root = job_.coll.rooted ? o.root : -1;
@@ -336,6 +364,16 @@ void RankGroup::run() {
     check(ncclCommDestroy(rs.comm), "ncclCommDestroy", rs);
     rs.comm = nullptr;
   }
+  tally_.reset();
+}
+
+// ATOLL_PERF_CORRUPT_RANK: -1 when unset, -2 when not a rank of this job.
+int corruptRankFromEnv(int nranks) {
+  const char* text = std::getenv(kEnvCorruptRank);
+  if (text == nullptr || *text == '\0') return -1;
+  char* end = nullptr;
+  const long r = std::strtol(text, &end, 10);
+  return *end == '\0' && r >= 0 && r < nranks ? static_cast<int>(r) : -2;
 }
 
 }  // namespace
@@ -372,12 +410,28 @@ int toolMain(int argc, char** argv, Coll coll) {
     retireIdFile(world);
     return kExitUsage;
   }
+  const int corruptRank = corruptRankFromEnv(nranks);
+  if (corruptRank == -2) {
+    std::fprintf(stderr, "%s: %s=%s is not a rank of this job (0..%d)\n", info.tool, kEnvCorruptRank,
+                 std::getenv(kEnvCorruptRank), nranks - 1);
+    retireIdFile(world);
+    return kExitUsage;
+  }
   std::unique_ptr<Report> report;
   if (world.proc == 0) {
     report = std::make_unique<Report>(options, info, world, nranks);
     report->printPreamble();
   }
-  const Job job{options, info, world, nranks, report.get()};
+  // Before any RankGroup starts: process 0's server must be listening when rank 0 broadcasts its address.
+  std::unique_ptr<Tally> tally;
+  if (options.check) {
+    tally = std::make_unique<Tally>(world.nprocs * options.threads, options.threads, world.nprocs > 1, world.proc == 0,
+                                    [&info, &world](const std::string& message) {
+                                      die(kExitLibrary, "%s: process %d: wrong-count tally: %s", info.tool, world.proc,
+                                          message.c_str());
+                                    });
+  }
+  const Job job{options, info, world, nranks, report.get(), tally.get(), corruptRank};
   std::vector<std::unique_ptr<RankGroup>> groups;
   for (int t = 0; t < options.threads; ++t) {
     groups.push_back(

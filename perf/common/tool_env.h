@@ -17,6 +17,7 @@ inline constexpr const char* kEnvLocalRank = "LOCAL_RANK";
 inline constexpr const char* kEnvLocalWorldSize = "LOCAL_WORLD_SIZE";
 inline constexpr const char* kEnvMasterAddr = "MASTER_ADDR";
 inline constexpr const char* kEnvMasterPort = "MASTER_PORT";
+inline constexpr const char* kEnvCorruptRank = "ATOLL_PERF_CORRUPT_RANK";
 
 inline constexpr ToolEnvVar kToolEnvVars[] = {
     {kEnvUniqueId, "atollrun (sets), *_perf",
@@ -30,6 +31,11 @@ inline constexpr ToolEnvVar kToolEnvVars[] = {
      "With RANK/WORLD_SIZE (or an MPI launcher): address of rank 0; the tools set NCCL_COMM_ID=MASTER_ADDR:"
      "MASTER_PORT so every rank derives the same unique id without exchanging it."},
     {kEnvMasterPort, "*_perf", "Port for MASTER_ADDR (default 29500)."},
+    {kEnvCorruptRank, "*_perf",
+     "Test hook: this rank spoils the first element of its output (if it has one) after every checked call, "
+     "before verification, so #wrong must count 1 per placement and row: checks the path of the counts "
+     "to the table, which sums them outside the library (over TCP to process 0, or in memory within one "
+     "process) so that a broken all-reduce cannot hide its own errors."},
     {"OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK", "*_perf",
      "Rank, size and local rank under Open MPI's mpirun."},
     {"PMI_RANK, PMI_SIZE, MPI_LOCALRANKID", "*_perf", "Rank, size and local rank under MPICH/Hydra or Slurm PMI."},

@@ -48,9 +48,28 @@ atoll_perf_test(perf_json_output 30 sh -c
   "rm -f \"$0\" && \"$1\" -b 8 -e 1K -f 4 -J \"$0\" > /dev/null && grep -q '\"results\"' \"$0\" && grep -q '\"wrong\": 0' \"$0\""
   ${CMAKE_CURRENT_BINARY_DIR}/perf_json_output.json $<TARGET_FILE:all_reduce_perf>)
 
+# Wrong elements must reach the table through the tally (perf/common/tally.h), which sums them
+# outside the library: a rank that spoils one output element per call must show exactly 1 in both
+# columns of every row (4 rows: 8 in all) and fail with status 1. Across processes (TCP to process
+# 0), with two clients per process, and within one process (in memory).
+set(perf_row "^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +-?[0-9]+")
+set(perf_cols "( +[0-9.]+){3}")
+set(perf_not_one " +([02-9]|[0-9]{2,}|N/A)")
+set(perf_corrupt_expect ${ATOLL_EXPECT} -m "${perf_row}${perf_cols} +1${perf_cols} +1$"
+  -x "${perf_row}${perf_cols}${perf_not_one}${perf_cols} +[^ ]+$" -x "${perf_row}${perf_cols} +[^ ]+${perf_cols}${perf_not_one}$"
+  -m "Out of bounds values : 8 FAILED" 1)
+set(perf_corrupt_sweep -b 8 -e 1K -f 4 -c 1)
+atoll_perf_test(perf_corrupt_rank_np3 60 ${perf_corrupt_expect}
+  ${ATOLL_RUN} -np 3 -x ATOLL_PERF_CORRUPT_RANK=2 $<TARGET_FILE:all_reduce_perf> ${perf_corrupt_sweep})
+atoll_perf_test(perf_corrupt_rank_np2_t2 60 ${perf_corrupt_expect}
+  ${ATOLL_RUN} -np 2 -x ATOLL_PERF_CORRUPT_RANK=3 $<TARGET_FILE:all_reduce_perf> -t 2 ${perf_corrupt_sweep})
+atoll_perf_test(perf_corrupt_rank_t2_g2 60 ${perf_corrupt_expect}
+  env ATOLL_PERF_CORRUPT_RANK=1 $<TARGET_FILE:all_reduce_perf> -t 2 -g 2 ${perf_corrupt_sweep})
+atoll_perf_test(perf_corrupt_rank_out_of_range 20 ${ATOLL_EXPECT} -m "ATOLL_PERF_CORRUPT_RANK=4 is not a rank" 2
+  env ATOLL_PERF_CORRUPT_RANK=4 $<TARGET_FILE:all_reduce_perf> -t 2 -g 2)
+
 # atollrun: a failing rank's status comes back, the others are stopped instead of waited for.
 # (Shell snippets separate commands with newlines: CMake would split arguments at semicolons.)
-# status comes back, the others are stopped instead of waited for.
 atoll_perf_test(atollrun_env 20 ${ATOLL_RUN} -np 3 -x ATOLL_TEST_VAR=x sh -c
   "test \"$ATOLL_TEST_VAR\" = x && test \"$WORLD_SIZE\" = 3 && test \"$LOCAL_RANK\" = \"$RANK\" && test \${#ATOLL_UNIQUE_ID} -eq 256")
 atoll_perf_test(atollrun_false 20 ${ATOLL_EXPECT} 1 ${ATOLL_RUN} -np 2 false)
