@@ -24,7 +24,10 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <string_view>
 #include <vector>
+
+#include "src/base/fnv1a.h"
 
 namespace atl::perf {
 namespace {
@@ -66,10 +69,7 @@ std::string format(const char* fmt, ...) {
 unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
 
 uint64_t checksumOf(const TallyRecord& r) {
-  const auto* p = reinterpret_cast<const unsigned char*>(&r);
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < offsetof(TallyRecord, checksum); ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
+  return fnv1a(std::string_view(reinterpret_cast<const char*>(&r), offsetof(TallyRecord, checksum)));
 }
 
 int msUntil(Clock::time_point t) {
