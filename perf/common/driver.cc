@@ -364,6 +364,7 @@ void RankGroup::run() {
     check(ncclCommDestroy(rs.comm), "ncclCommDestroy", rs);
     rs.comm = nullptr;
   }
+  if (tally_) tally_->awaitRelease();
   tally_.reset();
 }
 
@@ -446,6 +447,7 @@ int toolMain(int argc, char** argv, Coll coll) {
   bool wrong = false;
   for (const auto& g : groups) wrong = wrong || g->wrongSeen();
   if (report && report->finish() != 0) wrong = true;
+  if (tally) tally->release();
   return wrong ? kExitWrong : 0;
 }
 

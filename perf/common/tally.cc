@@ -43,9 +43,13 @@ constexpr auto kClientTimeout = kTimeout + std::chrono::seconds(15);
 constexpr auto kConnectTimeout = std::chrono::seconds(3);
 constexpr uint64_t kHello = 0x4f4c4c4548594c54;
 constexpr uint64_t kWelcome = 0x454d4f434c455754;
+constexpr uint64_t kRelease = 0x455341454c45524c;
+// Bytes on the server thread's wake pipe.
+constexpr char kWakeStop = 0;
+constexpr char kWakeRelease = 1;
 
-// Every message either way: hello {kHello, token}, welcome {kWelcome, token}, and per row the
-// report and the totals {seq, out-of-place, in-place}.
+// Every message either way: hello {kHello, token}, welcome {kWelcome, token}, per row the report
+// and the totals {seq, out-of-place, in-place}, and at the end release {kRelease, token}.
 struct Frame {
   uint64_t tag = 0;
   int64_t v[2] = {};
@@ -228,9 +232,7 @@ struct Tally::Server {
   Server(int n, const TallyFail& f) : clients(n), fail(f) {}
   ~Server() {
     if (thread.joinable()) {
-      const char stop = 0;
-      while (write(wake[1], &stop, 1) < 0 && errno == EINTR) {
-      }
+      poke(kWakeStop);
       thread.join();
     }
     for (const Conn& c : conns) close(c.fd);
@@ -239,7 +241,13 @@ struct Tally::Server {
     }
   }
 
+  void poke(char what) {
+    while (write(wake[1], &what, 1) < 0 && errno == EINTR) {
+    }
+  }
   void loop();
+  // Returns false when the loop is to stop.
+  bool woken();
   void read(Conn& c);
   void hello(Conn& c);
   void report(Conn& c);
@@ -274,7 +282,7 @@ void Tally::Server::loop() {
     const int ready = poll(fds.data(), fds.size(), next == Clock::time_point::max() ? -1 : msUntil(next));
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) fatal(fail, format("poll: %s", std::strerror(errno)));
-    if (fds[0].revents != 0) return;
+    if (fds[0].revents != 0 && !woken()) return;
     // Connections first: accepting may grow conns, which fds indexes.
     for (size_t i = 0; i < fds.size() - 2; ++i) {
       if (fds[i + 2].revents != 0 && conns[i].fd >= 0) read(conns[i]);
@@ -288,6 +296,20 @@ void Tally::Server::loop() {
       }
     }
   }
+}
+
+bool Tally::Server::woken() {
+  char what = kWakeStop;
+  ssize_t n;
+  while ((n = ::read(wake[0], &what, 1)) < 0 && errno == EINTR) {
+  }
+  if (n != 1 || what == kWakeStop) return false;
+  // Release: best effort, since a client that is gone needs no release (process 0's own clients
+  // have closed by now).
+  for (const Conn& c : conns) {
+    if (c.joined) sendFrame(c.fd, {kRelease, {static_cast<int64_t>(token), 0}});
+  }
+  return true;
 }
 
 void Tally::Server::read(Conn& c) {
@@ -411,6 +433,10 @@ Tally::Tally(int clients, int localClients, bool crossProcess, bool serve, Tally
 
 Tally::~Tally() = default;
 
+void Tally::release() {
+  if (server_ != nullptr) server_->poke(kWakeRelease);
+}
+
 std::unique_ptr<Tally::Client> Tally::join(const TallyRecord* received) {
   std::unique_ptr<Client> client(new Client(*this));
   if (!crossProcess_) return client;
@@ -428,12 +454,23 @@ std::unique_ptr<Tally::Client> Tally::join(const TallyRecord* received) {
     const std::string where = addressText(r.addrs[i], r.port);
     if (fd >= 0) {
       client->fd_ = fd;
+      client->token_ = r.token;
       client->server_ = where;
       return client;
     }
     tried += format(" %s (%s)", where.c_str(), why.c_str());
   }
   fatal(fail_, format("cannot reach the server of process 0; tried%s", tried.c_str()));
+}
+
+void Tally::Client::awaitRelease() {
+  if (fd_ < 0 || tally_.server_ != nullptr) return;
+  // Closed or timed out: process 0 is gone or stuck, and its own status says so; this process's
+  // results are final either way.
+  Frame f;
+  while (recvFrame(fd_, &f, Clock::now() + kClientTimeout) == Got::Frame) {
+    if (f.tag == kRelease && static_cast<uint64_t>(f.v[0]) == token_) return;
+  }
 }
 
 Tally::Client::~Client() {

@@ -44,6 +44,9 @@ class Tally {
   bool crossProcess() const { return crossProcess_; }
   /// What rank 0 broadcasts (meaningful in the serving process only).
   const TallyRecord& record() const { return record_; }
+  /// Process 0, once its report is printed and flushed: lets the other processes exit (see
+  /// Client::awaitRelease). A no-op elsewhere.
+  void release();
 
   class Client {
    public:
@@ -51,12 +54,17 @@ class Tally {
     /// Sums v[0] and v[1] over every client for row `seq` (0, 1, 2, ... on every client) and
     /// returns the totals in v: every client of the job gets the same ones.
     void sum(uint64_t seq, int64_t v[2]);
+    /// In a process other than 0, after its last row: waits until process 0 has printed its
+    /// report (or is gone). A process that exits first with the wrong-results status makes a
+    /// launcher such as atollrun stop the others, and process 0 could die before the table's end.
+    void awaitRelease();
 
    private:
     friend class Tally;
     explicit Client(Tally& tally) : tally_(tally) {}
     Tally& tally_;
     int fd_ = -1;  // -1: the in-memory sum
+    uint64_t token_ = 0;
     std::string server_;
   };
   /// Called by each RankGroup once; `received` is its copy of the broadcast record when crossProcess().

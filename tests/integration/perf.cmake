@@ -65,6 +65,10 @@ atoll_perf_test(perf_corrupt_rank_np2_t2 60 ${perf_corrupt_expect}
   ${ATOLL_RUN} -np 2 -x ATOLL_PERF_CORRUPT_RANK=3 $<TARGET_FILE:all_reduce_perf> -t 2 ${perf_corrupt_sweep})
 atoll_perf_test(perf_corrupt_rank_t2_g2 60 ${perf_corrupt_expect}
   env ATOLL_PERF_CORRUPT_RANK=1 $<TARGET_FILE:all_reduce_perf> -t 2 -g 2 ${perf_corrupt_sweep})
+# Process 0 finishing last by seconds (its JSON report blocks on a FIFO) must still write it all.
+atoll_perf_test(perf_corrupt_rank_report_last 60 ${CMAKE_CURRENT_LIST_DIR}/perf_report_last.sh
+  ${CMAKE_CURRENT_BINARY_DIR}/perf_report_last.fifo
+  ${ATOLL_RUN} -np 3 -x ATOLL_PERF_CORRUPT_RANK=2 $<TARGET_FILE:all_reduce_perf> ${perf_corrupt_sweep})
 atoll_perf_test(perf_corrupt_rank_out_of_range 20 ${ATOLL_EXPECT} -m "ATOLL_PERF_CORRUPT_RANK=4 is not a rank" 2
   env ATOLL_PERF_CORRUPT_RANK=4 $<TARGET_FILE:all_reduce_perf> -t 2 -g 2)
 
