@@ -17,6 +17,36 @@ if(NOT ATOLL_CUDA_INCLUDE AND EXISTS /usr/local/cuda/include/nccl.h)
   set(ATOLL_CUDA_INCLUDE /usr/local/cuda/include)
 endif()
 
+# NCCL 2.30.7, the ABI reference for today's PyTorch: the nvidia-nccl-cu13 wheel (its nccl.h and
+# libnccl.so.2), installed by tools/install-deps.sh. The 2.30 header still needs CUDA's
+# cuda_runtime.h, from ATOLL_CUDA_INCLUDE. And torch, for the drop-in import test.
+set(ATOLL_NCCL230_ROOT "" CACHE PATH "Directory with include/nccl.h and lib/libnccl.so.2 of NVIDIA NCCL 2.30")
+find_package(Python3 QUIET COMPONENTS Interpreter)
+if(NOT ATOLL_NCCL230_ROOT AND Python3_Interpreter_FOUND)
+  execute_process(
+    COMMAND ${Python3_EXECUTABLE} -c
+            "import importlib.util as u; s = u.find_spec('nvidia.nccl'); print(list(s.submodule_search_locations)[0])"
+    OUTPUT_VARIABLE wheel_dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+  if(rc EQUAL 0 AND EXISTS ${wheel_dir}/include/nccl.h AND EXISTS ${wheel_dir}/lib/libnccl.so.2)
+    set(ATOLL_NCCL230_ROOT ${wheel_dir})
+  endif()
+endif()
+set(ATOLL_HAVE_NCCL230 OFF)
+if(ATOLL_NCCL230_ROOT AND ATOLL_CUDA_INCLUDE)
+  file(STRINGS ${ATOLL_NCCL230_ROOT}/include/nccl.h minor_line REGEX "^#define NCCL_MINOR ")
+  if(minor_line MATCHES "NCCL_MINOR 30")
+    set(ATOLL_HAVE_NCCL230 ON)
+  endif()
+endif()
+set(ATOLL_HAVE_TORCH OFF)
+if(Python3_Interpreter_FOUND)
+  execute_process(COMMAND ${Python3_EXECUTABLE} -c "import importlib.util as u; assert u.find_spec('torch')"
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+  if(rc EQUAL 0)
+    set(ATOLL_HAVE_TORCH ON)
+  endif()
+endif()
+
 # Peer libraries for the side-by-side baselines in perf/baselines (benchmarks only, never linked
 # into Atoll); a missing one only drops its benchmark.
 find_package(MPI QUIET COMPONENTS C)
@@ -58,6 +88,16 @@ if(ATOLL_CUDA_INCLUDE)
   message(STATUS "  ABI test header    : ${ATOLL_CUDA_INCLUDE}/nccl.h")
 else()
   message(STATUS "  ABI test header    : not found (ABI test skipped)")
+endif()
+if(ATOLL_HAVE_NCCL230)
+  message(STATUS "  NCCL 2.30 reference: ${ATOLL_NCCL230_ROOT} (2.30 ABI and symbol-set tests)")
+else()
+  message(STATUS "  NCCL 2.30 reference: not found (pip install nvidia-nccl-cu13==2.30.7; 2.30 ABI tests skipped)")
+endif()
+if(ATOLL_HAVE_TORCH)
+  message(STATUS "  PyTorch            : yes (${Python3_EXECUTABLE}; drop-in import test)")
+else()
+  message(STATUS "  PyTorch            : no (drop-in import test skipped)")
 endif()
 if(ATOLL_HAVE_MPI)
   message(STATUS "  MPI baseline       : yes (MPI ${MPI_C_VERSION}, ${MPIEXEC_EXECUTABLE})")

@@ -1,9 +1,9 @@
 /*
- * Atoll: NCCL 2.28-compatible public API.
+ * Atoll: NCCL 2.30-compatible public API.
  *
- * This header is ABI-compatible with NVIDIA NCCL 2.28 (same enum values, same ncclUniqueId size,
- * same ncclConfig_t layout), so a program compiled against NVIDIA's nccl.h runs unchanged against
- * Atoll's libnccl.so.2. Unlike NVIDIA's header it does not require the CUDA toolkit: when
+ * This header is ABI-compatible with NVIDIA NCCL 2.30.7 (same enum values, same ncclUniqueId size,
+ * same ncclConfig_t layout), so a program compiled against NVIDIA's nccl.h (2.30, or 2.28 with its
+ * shorter ncclConfig_t) runs unchanged against Atoll's libnccl.so.2. Unlike NVIDIA's header it does not require the CUDA toolkit: when
  * cuda_runtime.h has not been included, cudaStream_t is declared as the same opaque pointer type.
  */
 #ifndef NCCL_H_
@@ -17,13 +17,14 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define NCCL_MAJOR 2
-#define NCCL_MINOR 28
-#define NCCL_PATCH 9
+#define NCCL_MINOR 30
+#define NCCL_PATCH 7
 #define NCCL_SUFFIX ""
 
-#define NCCL_VERSION_CODE 22809
+#define NCCL_VERSION_CODE 23007
 #define NCCL_VERSION(X, Y, Z) \
   (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
 
@@ -56,16 +57,19 @@ typedef enum {
   ncclInvalidUsage = 5,
   ncclRemoteError = 6,
   ncclInProgress = 7,
-  ncclNumResults = 8
+  ncclTimeout = 8,
+  ncclNumResults = 9
 } ncclResult_t;
 
 #define NCCL_CONFIG_UNDEF_INT INT_MIN
 #define NCCL_CONFIG_UNDEF_PTR NULL
 #define NCCL_SPLIT_NOCOLOR -1
 #define NCCL_UNDEF_FLOAT -1.0f
+#define NCCL_API_MAGIC 0xcafebeef
 
 #define NCCL_WIN_DEFAULT 0x00
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_STRICT_ORDERING 0x02
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096
 
 #define NCCL_CTA_POLICY_DEFAULT 0x00
@@ -77,8 +81,9 @@ typedef enum {
 
 #define NCCL_REVOKE_DEFAULT 0x00
 
-/** Communicator configuration; initialise with NCCL_CONFIG_INITIALIZER. Layout fixed by NCCL 2.28. */
-typedef struct ncclConfig_v22800 {
+/** Communicator configuration; initialise with NCCL_CONFIG_INITIALIZER. Layout fixed by NCCL 2.30;
+ *  2.28 callers pass the same struct without its last four fields (size tells). */
+typedef struct ncclConfig_v23000 {
   size_t size;
   unsigned int magic;
   unsigned int version;
@@ -96,15 +101,20 @@ typedef struct ncclConfig_v22800 {
   int nvlsCTAs;
   int nChannelsPerNetPeer;
   int nvlinkCentricSched;
+  int graphUsageMode;
+  int numRmaCtx;
+  int maxP2pPeers;
+  int graphStreamOrdering;
 } ncclConfig_t;
 
 #define NCCL_CONFIG_INITIALIZER                                                                    \
   {                                                                                                \
-    sizeof(ncclConfig_t), 0xcafebeef, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),            \
+    sizeof(ncclConfig_t), NCCL_API_MAGIC, NCCL_VERSION_CODE, NCCL_CONFIG_UNDEF_INT,                 \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT, \
         NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, \
-        NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, \
         NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                                              \
+        NCCL_CONFIG_UNDEF_INT,                                                                     \
   }
 
 typedef struct ncclSimInfo_v22200 {
@@ -115,7 +125,29 @@ typedef struct ncclSimInfo_v22200 {
 } ncclSimInfo_t;
 
 #define NCCL_SIM_INFO_INITIALIZER \
-  { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), NCCL_UNDEF_FLOAT }
+  { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION_CODE, NCCL_UNDEF_FLOAT }
+
+/** ncclCommSuspend flags. */
+#define NCCL_SUSPEND_MEM 0x01
+
+/** ncclCommMemStats statistics. */
+typedef enum {
+  ncclStatGpuMemSuspend = 0,   /* bytes the communicator holds that ncclCommSuspend can release */
+  ncclStatGpuMemSuspended = 1, /* 1 while those are released, else 0 */
+  ncclStatGpuMemPersist = 2,   /* bytes held until destroy */
+  ncclStatGpuMemTotal = 3      /* both */
+} ncclCommMemStat_t;
+
+/** One ncclWaitSignal descriptor: wait for opCnt signals from peer on (sigIdx, ctx). */
+typedef struct {
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+} ncclWaitSignalDesc_t;
+
+/** Handle to one parameter of the registry (ncclParamBind). */
+typedef struct ncclParamHandle* ncclParamHandle_t;
 
 typedef enum { ncclNumOps_dummy = 5 } ncclRedOp_dummy_t;
 typedef enum {
@@ -174,6 +206,12 @@ ATOLL_DECLARE(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, 
               ncclConfig_t* config);
 ATOLL_DECLARE(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
               ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+/* Growing: the root existing rank calls ncclCommGetUniqueId and hands the id to the new ranks only;
+ * existing ranks call ncclCommGrow(comm, n, root ? &id : NULL, -1, ...), new ranks
+ * ncclCommGrow(NULL, n, &id, rank, ...). Existing ranks keep their rank numbers. */
+ATOLL_DECLARE(ncclResult_t, ncclCommGetUniqueId, ncclComm_t comm, ncclUniqueId* uniqueId);
+ATOLL_DECLARE(ncclResult_t, ncclCommGrow, ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+              ncclComm_t* newcomm, ncclConfig_t* config);
 ATOLL_DECLARE(const char*, ncclGetErrorString, ncclResult_t result);
 ATOLL_DECLARE(const char*, ncclGetLastError, ncclComm_t comm);
 ATOLL_DECLARE(void, ncclResetDebugInit, void);
@@ -183,9 +221,13 @@ ATOLL_DECLARE(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device
 ATOLL_DECLARE(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank);
 ATOLL_DECLARE(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle);
 ATOLL_DECLARE(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
+ATOLL_DECLARE(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags);
+ATOLL_DECLARE(ncclResult_t, ncclCommResume, ncclComm_t comm);
+ATOLL_DECLARE(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
 ATOLL_DECLARE(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
               int winFlags);
 ATOLL_DECLARE(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);
+ATOLL_DECLARE(ncclResult_t, ncclWinGetUserPtr, ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
 ATOLL_DECLARE(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
               ncclScalarResidence_t residence, ncclComm_t comm);
 ATOLL_DECLARE(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm);
@@ -211,9 +253,35 @@ ATOLL_DECLARE(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDa
               ncclComm_t comm, cudaStream_t stream);
 ATOLL_DECLARE(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
               ncclComm_t comm, cudaStream_t stream);
+/* One-sided operations on windows (ncclCommWindowRegister). */
+ATOLL_DECLARE(ncclResult_t, ncclPutSignal, const void* localbuff, size_t count, ncclDataType_t datatype, int peer,
+              ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+              cudaStream_t stream);
+ATOLL_DECLARE(ncclResult_t, ncclSignal, int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+              cudaStream_t stream);
+ATOLL_DECLARE(ncclResult_t, ncclWaitSignal, int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+              cudaStream_t stream);
 ATOLL_DECLARE(ncclResult_t, ncclGroupStart, void);
 ATOLL_DECLARE(ncclResult_t, ncclGroupEnd, void);
 ATOLL_DECLARE(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo);
+
+/* The parameter registry (every variable atoll-info --params lists), by key (its NCCL_ or ATOLL_
+ * name). Typed getters fail with ncclInvalidArgument on a string parameter or a value the type
+ * cannot hold; returned strings stay valid until the same call on the same thread. */
+ATOLL_DECLARE(ncclResult_t, ncclParamBind, ncclParamHandle_t* out, const char* key);
+ATOLL_DECLARE(ncclResult_t, ncclParamGetI8, ncclParamHandle_t h, int8_t* out);
+ATOLL_DECLARE(ncclResult_t, ncclParamGetI16, ncclParamHandle_t h, int16_t* out);
+ATOLL_DECLARE(ncclResult_t, ncclParamGetI32, ncclParamHandle_t h, int32_t* out);
+ATOLL_DECLARE(ncclResult_t, ncclParamGetI64, ncclParamHandle_t h, int64_t* out);
+ATOLL_DECLARE(ncclResult_t, ncclParamGetU8, ncclParamHandle_t h, uint8_t* out);
+ATOLL_DECLARE(ncclResult_t, ncclParamGetU16, ncclParamHandle_t h, uint16_t* out);
+ATOLL_DECLARE(ncclResult_t, ncclParamGetU32, ncclParamHandle_t h, uint32_t* out);
+ATOLL_DECLARE(ncclResult_t, ncclParamGetU64, ncclParamHandle_t h, uint64_t* out);
+ATOLL_DECLARE(ncclResult_t, ncclParamGetStr, ncclParamHandle_t h, const char** out);
+ATOLL_DECLARE(ncclResult_t, ncclParamGet, ncclParamHandle_t h, void* out, int maxLen, int* len);
+ATOLL_DECLARE(ncclResult_t, ncclParamGetParameter, const char* key, const char** value, int* valueLen);
+ATOLL_DECLARE(ncclResult_t, ncclParamGetAllParameterKeys, const char*** table, int* tableLen);
+ATOLL_DECLARE(void, ncclParamDumpAll, void);
 
 #undef ATOLL_DECLARE
 

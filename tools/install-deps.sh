@@ -14,3 +14,10 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# From PyPI: NVIDIA NCCL 2.30.7 (nvidia-nccl-cu13: the header, library and symbol set the 2.30 ABI
+# tests compare against) and the PyTorch that links it (the drop-in import test; its CUDA wheels
+# install and import on a machine without a GPU).
+if ! python3 -c "import torch, nvidia.nccl" 2>/dev/null; then
+  echo "atoll: installing torch 2.15.0 and nvidia-nccl-cu13 2.30.7 from PyPI"
+  python3 -m pip install --quiet --disable-pip-version-check "torch==2.15.0" "nvidia-nccl-cu13==2.30.7"
+fi

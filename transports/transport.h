@@ -79,6 +79,8 @@ class Connection {
   /// skip their staging copy. Errors as for peek(), once nothing more can be delivered.
   virtual Result<size_t> receiveInto(void* dst, size_t n);
   virtual std::string describe() const = 0;
+  /// Memory this end of the link holds for buffering (ncclCommMemStats).
+  virtual size_t bufferBytes() const = 0;
   /// Waits until the peer holds its end of the link too (the last phase of link setup, see
   /// core/connect.h). Once every rank's setup returned, a rank that fails and tears its links
   /// down is seen by the peer as a broken link, never as a peer that has not come yet.

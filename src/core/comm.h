@@ -57,6 +57,10 @@ struct ncclComm {
   atl::CommLinks links;
   atl::RedOpTable redops;
   atl::RegistrationTable registrations;  // ncclCommRegister; freed with the communicator
+  atl::RegistrationTable windows;        // ncclCommWindowRegister; likewise
+  std::atomic<bool> suspended{false};    // ncclCommSuspend .. ncclCommResume
+  std::atomic<bool> suspendedMem{false};  // suspended with NCCL_SUSPEND_MEM: cached plans released
+  std::atomic<bool> growIdPending{false};  // ncclCommGetUniqueId handed out an id no grow has used yet
   atl::CommTopology topology;
   atl::PlanCache plans;  // used only by the thread issuing calls on this communicator
   std::optional<atl::CallReport> lastCall;  // likewise (core/call_report.h)

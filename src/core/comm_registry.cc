@@ -37,6 +37,9 @@ Status abortActiveCalls(ncclComm* comm, const char* caller) {
 
 Status checkCommUsable(const ncclComm* comm, const char* caller) {
   ATOLL_CHECK(checkComm(comm, caller));
+  if (comm->suspended.load(std::memory_order_acquire))
+    return ATOLL_ERROR(ncclInvalidUsage, "%s: the communicator is suspended (ncclCommSuspend); call ncclCommResume first",
+                       caller);
   if (comm->revoke.load(std::memory_order_acquire) != RevokeState::Live)
     return ATOLL_ERROR(ncclInvalidUsage,
                        "%s: the communicator was revoked (ncclCommRevoke); only destroy, abort, split or shrink may "

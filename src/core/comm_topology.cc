@@ -76,6 +76,21 @@ LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPl
   return c;
 }
 
+int lsaBlockSize(std::span<const topo::RankDesc> ranks) {
+  const size_t n = ranks.size();
+  size_t block = 1;
+  while (block < n && ranks[block].hostHash == ranks[0].hostHash) ++block;
+  if (n % block != 0) return 1;
+  for (size_t start = 0; start < n; start += block) {
+    for (size_t r = start; r < start + block; ++r)
+      if (ranks[r].hostHash != ranks[start].hostHash) return 1;
+    // A host seen again in a later block means its ranks are not one run.
+    for (size_t other = 0; other < start; other += block)
+      if (ranks[other].hostHash == ranks[start].hostHash) return 1;
+  }
+  return static_cast<int>(block);
+}
+
 Status buildCommTopology(ncclComm* comm, std::span<const topo::RankDesc> ranks) {
   ATOLL_ASSIGN_OR_RETURN(topo::CommPlacement placement, topo::commPlacement(ranks));
   const std::shared_ptr<const topo::IslandMap>& islands = placement.islands;
@@ -87,6 +102,7 @@ Status buildCommTopology(ncclComm* comm, std::span<const topo::RankDesc> ranks) 
                                                   comm->links.nchannels));
   comm->topology.islands = nIslands > 1 ? islands : nullptr;
   comm->topology.selector = std::make_unique<tuning::Selector>(std::move(selector));
+  comm->topology.lsaSize = lsaBlockSize(ranks);
   ATOLL_INFO(log::kInit, "comm %p rank %d: %zu island(s) by %s rule, links inside islands %s, between %s",
              (void*)comm, comm->rank, nIslands, topo::islandRuleName(placement.rule), links.intraShm ? "shm" : "socket",
              links.interFromFabric ? "from the fabric file" : links.interShm ? "shm" : "socket");

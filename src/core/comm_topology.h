@@ -18,7 +18,14 @@ namespace atl {
 struct CommTopology {
   std::shared_ptr<const topo::IslandMap> islands;  // null: one island
   std::unique_ptr<tuning::Selector> selector;
+  // NCCL's LSA team (ranks that reach each other's memory: here, one host) as its device API
+  // describes it: consecutive blocks of lsaSize ranks. 1 when hosts do not hold equal consecutive blocks.
+  int lsaSize = 1;
 };
+
+/// The LSA block size for these descriptors (indexed by rank): the ranks per host when every host
+/// holds one run of that many consecutive ranks, else 1.
+int lsaBlockSize(std::span<const topo::RankDesc> ranks);
 
 /// Which transport the cost model assumes at each level, and the numbers it prices them with.
 struct LinkChoice {

@@ -33,5 +33,8 @@ bool inGroup();
 Status enqueueOp(const OpDesc& op);
 /// Queues a communicator initialisation (ncclCommInitRank inside a group); runs now otherwise.
 Status enqueueInit(std::function<Status()> init);
+/// A communicator derived from `comm` (split, shrink, grow): inside a group the derivation is
+/// collective with the others queued there, so it runs at ncclGroupEnd on a thread of its own.
+Status deferToGroupEnd(ncclComm* comm, ncclComm_t* newcomm, const char* fn, std::function<Status()> derive);
 
 }  // namespace atl

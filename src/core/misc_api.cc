@@ -25,6 +25,7 @@ NCCL_API(const char*, ncclGetErrorString, ncclResult_t result) {
     case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
     case ncclRemoteError: return "remote process exited or there was a network error";
     case ncclInProgress: return "NCCL operation in progress";
+    case ncclTimeout: return "operation timed out";
     default: return "unknown result code";
   }
 }
@@ -35,6 +36,8 @@ NCCL_API(const char*, ncclGetLastError, ncclComm_t) {
 }
 
 NCCL_API(void, ncclResetDebugInit, void) { log::reset(); }
+// NVIDIA 2.30 exports it (the deprecated public name forwards to it); same meaning here.
+NCCL_API(void, ncclResetDebugInitInternal, void) { log::reset(); }
 
 NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
   return apiGuard(__func__, [&]() -> Status {
@@ -111,23 +114,6 @@ NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) 
     if (!comm->registrations.remove(handle))
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommDeregister: %p is not a registration of this communicator", handle);
     return Status::Ok();
-  });
-}
-
-NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-         int winFlags) {
-  return apiGuard(__func__, [&]() -> Status {
-    ATOLL_CHECK(checkComm(comm, "ncclCommWindowRegister"));
-    (void)buff, (void)size, (void)win, (void)winFlags;
-    return ATOLL_ERROR(ncclInvalidUsage, "ncclCommWindowRegister (symmetric memory) is not supported by the host backend");
-  });
-}
-
-NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
-  return apiGuard(__func__, [&]() -> Status {
-    ATOLL_CHECK(checkComm(comm, "ncclCommWindowDeregister"));
-    (void)win;
-    return ATOLL_ERROR(ncclInvalidUsage, "ncclCommWindowDeregister (symmetric memory) is not supported by the host backend");
   });
 }
 

@@ -106,6 +106,7 @@ Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op, cons
       if (!pm) return ATOLL_ERROR(ncclInvalidArgument, "reduction op %d was destroyed", static_cast<int>(op.op));
       const size_t n = reductionInputCount(op, comm->nranks);
       plan->ownedInput.reset(new std::byte[n * esz]);
+      plan->ownedInputBytes = n * esz;
       plan->buffers[algo::kSendBuf] = plan->ownedInput.get();
       const void* userInput = op.sendbuff;
       PreMulSum scalar = *pm;
@@ -173,6 +174,7 @@ Result<std::unique_ptr<engine::Plan>> buildP2PPlan(ncclComm* comm, const std::ve
   }
   if (stagingBytes > 0) {
     plan->ownedInput.reset(new std::byte[stagingBytes]);
+    plan->ownedInputBytes = stagingBytes;
     plan->prologue = [staged](engine::Plan& p) {
       for (const Staged& st : staged) {
         p.buffers[st.slot] = p.ownedInput.get() + st.offset;

@@ -64,4 +64,20 @@ void PlanCache::releaseAll() {
   }
 }
 
+void PlanCache::clear() {
+  lru_.clear();
+  taken_.clear();
+  entries_.clear();
+}
+
+size_t PlanCache::heldBytes() const {
+  size_t bytes = 0;
+  for (const auto& [key, e] : entries_) {
+    const engine::Plan& p = *e.plan;
+    bytes += sizeof(p) + p.scratchCapacity + p.ownedInputBytes + p.buffers.capacity() * sizeof(std::byte*);
+    for (const algo::Program& prog : p.schedule.programs) bytes += prog.steps.capacity() * sizeof(algo::Step);
+  }
+  return bytes;
+}
+
 }  // namespace atl

@@ -50,6 +50,10 @@ class PlanCache {
   /// has finished with them.
   void releaseAll();
   size_t size() const { return entries_.size(); }
+  /// Drops every plan (ncclCommSuspend with NCCL_SUSPEND_MEM); only between batches.
+  void clear();
+  /// Bytes the cached plans hold: their schedules, scratch and staging buffers.
+  size_t heldBytes() const;
   const Stats& stats() const { return stats_; }
 
  private:

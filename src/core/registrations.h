@@ -1,5 +1,6 @@
-// Buffers recorded by ncclCommRegister. Each communicator owns its table, so ncclCommDestroy and
-// ncclCommAbort free its registrations with it instead of leaving them behind in a global set.
+// Buffers recorded by ncclCommRegister (and windows by ncclCommWindowRegister). Each communicator
+// owns its tables, so ncclCommDestroy and ncclCommAbort free its registrations with it instead of
+// leaving them behind in a global set.
 #pragma once
 
 #include <cstddef>
@@ -16,19 +17,23 @@ class RegistrationTable {
   RegistrationTable& operator=(const RegistrationTable&) = delete;
   ~RegistrationTable();
 
+  struct Entry {
+    const void* buff;
+    size_t size;
+    int flags;
+  };
+
   /// Records the buffer and returns its handle.
-  void* add(const void* buff, size_t size);
+  void* add(const void* buff, size_t size, int flags = 0);
   /// Forgets the registration; false when `handle` is not one of this table's.
   bool remove(void* handle);
+  /// The registration behind `handle`; false when it is not one of this table's.
+  bool find(const void* handle, Entry* out);
 
   /// Registrations alive in the process, over all communicators (lets tests see that destroy frees them).
   static size_t liveCount();
 
  private:
-  struct Entry {
-    const void* buff;
-    size_t size;
-  };
   // Handles are serial numbers, never addresses: a handle is only ever looked up, so a stale,
   // foreign or garbage one is rejected, and one from a destroyed communicator can never match a
   // later registration, even on a communicator allocated at the same address.

@@ -109,9 +109,7 @@ Status shrink(ncclComm* comm, const int* exclude, int excludeCount, ncclComm_t* 
 
 }  // namespace
 
-/// Inside a group (one thread deriving several communicators) the derivation is collective with the
-/// others queued there, so it runs at ncclGroupEnd on a thread of its own, like init.
-Status deferToGroupEnd(ncclComm* comm, ncclComm_t* newcomm, const char* fn, std::function<Status()> derive) {
+Status atl::deferToGroupEnd(ncclComm* comm, ncclComm_t* newcomm, const char* fn, std::function<Status()> derive) {
   ATOLL_CHECK(checkComm(comm, fn));
   if (newcomm == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "%s: newcomm is NULL", fn);
   *newcomm = nullptr;

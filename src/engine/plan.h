@@ -24,6 +24,7 @@ struct Plan {
   std::unique_ptr<std::byte[]> ownedScratch;  // allocated when the plan first starts
   size_t scratchCapacity = 0;
   std::unique_ptr<std::byte[]> ownedInput;    // e.g. the pre-scaled input of PreMulSum
+  size_t ownedInputBytes = 0;
   std::function<void(Plan&)> prologue;        // runs when the plan starts (reads user input then)
   std::function<void(Plan&)> epilogue;        // runs after every program finished (e.g. Avg division)
   std::string what;                           // "AllReduce 1024 x float" for logs and errors

@@ -7,3 +7,4 @@
 #endif
 
 ABI_DEFINE_LAYOUT_FN(abiLayoutOurs)
+ABI_DEFINE_LAYOUT230_FN(abiLayout230Ours)

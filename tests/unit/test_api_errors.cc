@@ -383,9 +383,9 @@ TEST(ApiMisc, ErrorStrings) {
 TEST(ApiMisc, Version) {
   int v = 0;
   ASSERT_NCCL_OK(ncclGetVersion(&v));
-  EXPECT_EQ(v, 22809);
+  EXPECT_EQ(v, 23007);
   EXPECT_EQ(v, NCCL_VERSION_CODE);
-  EXPECT_EQ(NCCL_VERSION(2, 28, 9), 22809);
+  EXPECT_EQ(NCCL_VERSION(2, 30, 7), 23007);
   int pv = 0;
   ASSERT_NCCL_OK(pncclGetVersion(&pv));
   EXPECT_EQ(pv, v);

@@ -14,31 +14,15 @@
 #include <vector>
 
 #include "nccl.h"
+#include "tests/common/thread_ranks.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void runRanks(int n, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) threads.emplace_back(body, r);
-  for (auto& t : threads) t.join();
-}
-
-std::vector<ncclComm_t> initAll(int n) {
-  std::vector<ncclComm_t> comms(static_cast<size_t>(n), nullptr);
-  EXPECT_EQ(ncclCommInitAll(comms.data(), n, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
-  return comms;
-}
-
-/// Sum all-reduce of `rank + 1` on `comm`; returns the value every element holds.
-float allReduceRankSum(ncclComm_t comm, int rank) {
-  std::vector<float> v(1031, static_cast<float>(rank + 1));
-  EXPECT_EQ(ncclAllReduce(v.data(), v.data(), v.size(), ncclFloat, ncclSum, comm, nullptr), ncclSuccess)
-      << ncclGetLastError(comm);
-  for (float x : v) EXPECT_EQ(x, v[0]);
-  return v[0];
-}
+using atl::test::allReduceRankSum;
+using atl::test::initAll;
+using atl::test::runRanks;
 
 TEST(Shrink, SurvivorsRebuildWithoutAnAbortedRank) {
   auto comms = initAll(4);

@@ -34,6 +34,7 @@ class ShmConnection final : public Connection {
   Result<std::span<const std::byte>> peek() override;
   void consume(size_t n) override;
   std::string describe() const override;
+  size_t bufferBytes() const override { return send_.capacity() + recv_.capacity(); }
   Status settle(Deadline deadline, const AbortFlag* abort) override;
   void shutdown() override;
 

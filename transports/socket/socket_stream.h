@@ -44,6 +44,7 @@ class SocketConnection final : public Connection {
   void consume(size_t n) override;
   Result<size_t> receiveInto(void* dst, size_t n) override;
   std::string describe() const override;
+  size_t bufferBytes() const override { return cap_; }
   void shutdown() override;
 
   /// Staging capacity used for a requested size (a multiple of 8, at least 4 KiB).
