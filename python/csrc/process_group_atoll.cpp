@@ -110,6 +110,19 @@ struct Dense {
   at::Tensor user, data;
 };
 
+/// One flat tensor holding `parts` one after another (the buffer a root or a reduce-scatter sends).
+at::Tensor flatten(const std::vector<at::Tensor>& parts) {
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& t : parts) flat.push_back(t.reshape({-1}));
+  return at::cat(flat);
+}
+
+/// Copies consecutive `each`-element pieces of `flat` into `outs`.
+void unflatten(const at::Tensor& flat, int64_t each, const std::vector<at::Tensor>& outs) {
+  for (size_t i = 0; i < outs.size(); ++i)
+    outs[i].copy_(flat.narrow(0, static_cast<int64_t>(i) * each, each).view(outs[i].sizes()));
+}
+
 /// Splits of dim 0 into element offsets and counts (empty splits: equal parts).
 void splitsToElements(const at::Tensor& t, const std::vector<int64_t>& splits, int size, std::vector<size_t>* offsets,
                       std::vector<size_t>* counts) {
@@ -351,8 +364,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupAtoll::allgather(std::vector<std::vec
     Dense d(in);
     at::Tensor flat = at::empty({static_cast<int64_t>(outs.size()) * in.numel()}, in.options());
     check(atoll().AllGather(d.ptr(), flat.data_ptr(), d.count(), d.type(), comm_, nullptr), "ncclAllGather");
-    for (size_t i = 0; i < outs.size(); ++i)
-      outs[i].copy_(flat.narrow(0, static_cast<int64_t>(i) * in.numel(), in.numel()).view(outs[i].sizes()));
+    unflatten(flat, in.numel(), outs);
   }, opts.asyncOp);
 }
 
@@ -401,9 +413,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupAtoll::reduce_scatter(std::vector<at:
   std::vector<at::Tensor> ins = inputs[0];
   const c10d::ReduceOp op = opts.reduceOp;
   return enqueue(c10d::OpType::REDUCE_SCATTER, "atoll:reduce_scatter", outputs, [this, out, ins, op] {
-    std::vector<at::Tensor> flatParts;
-    for (const at::Tensor& t : ins) flatParts.push_back(t.reshape({-1}));
-    at::Tensor flat = at::cat(flatParts);
+    at::Tensor flat = flatten(ins);
     Dense d(out);
     RedOp r(op, out.scalar_type(), comm_);
     check(atoll().ReduceScatter(flat.data_ptr(), d.ptr(), d.count(), d.type(), r.get(), comm_, nullptr),
@@ -522,8 +532,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupAtoll::gather(std::vector<std::vector
     check(atoll().Gather(d.ptr(), flat.defined() ? flat.data_ptr() : nullptr, d.count(), d.type(), root, comm_,
                          nullptr),
           "ncclGather");
-    for (size_t i = 0; i < outs.size(); ++i)
-      outs[i].copy_(flat.narrow(0, static_cast<int64_t>(i) * in.numel(), in.numel()).view(outs[i].sizes()));
+    unflatten(flat, in.numel(), outs);
   }, opts.asyncOp);
 }
 
@@ -542,12 +551,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupAtoll::scatter(std::vector<at::Tensor
     TORCH_CHECK(inputs.empty() || inputs[0].empty(), "atoll: scatter: only the root passes input tensors");
   }
   return enqueue(c10d::OpType::SCATTER, "atoll:scatter", outputs, [this, out, ins, root] {
-    at::Tensor flat;
-    if (!ins.empty()) {
-      std::vector<at::Tensor> parts;
-      for (const at::Tensor& t : ins) parts.push_back(t.reshape({-1}));
-      flat = at::cat(parts);
-    }
+    at::Tensor flat = ins.empty() ? at::Tensor() : flatten(ins);
     Dense d(out);
     check(atoll().Scatter(flat.defined() ? flat.data_ptr() : nullptr, d.ptr(), d.count(), d.type(), root, comm_,
                           nullptr),

@@ -53,7 +53,7 @@ Status getInteger(ncclParamHandle_t h, T* out, const char* fn) {
   if (out == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "%s: out is NULL", fn);
   if (d->type == params::Type::String)
     return ATOLL_ERROR(ncclInvalidArgument, "%s: %s is a string parameter; read it with ncclParamGetStr", fn, d->name);
-  const int64_t v = d->type == params::Type::Bool ? (params::getBool(d->id) ? 1 : 0) : params::getInt(d->id);
+  const int64_t v = params::getInt(d->id);  // a Bool's number is already 0 or 1
   const bool fits = std::is_signed_v<T>
                         ? v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
                               v <= static_cast<int64_t>(std::numeric_limits<T>::max())
