@@ -13,6 +13,7 @@
 #include "core/plan_cache.h"
 #include "core/redop.h"
 #include "core/registrations.h"
+#include "core/rma.h"
 #include "device/device.h"
 #include "engine/connections.h"
 #include "nccl.h"
@@ -65,6 +66,10 @@ struct ncclComm {
   atl::PlanCache plans;  // used only by the thread issuing calls on this communicator
   std::optional<atl::CallReport> lastCall;  // likewise (core/call_report.h)
   const atl::device::Device* device = nullptr;
+  uint64_t windowSeq = 0;  // windows registered so far (collective, so equal on every rank)
+  // One-sided engine, made with the first window. Last member: destroyed first, so its progress
+  // thread stops before anything it could touch goes.
+  std::unique_ptr<atl::rma::Engine> rma;
 };
 
 namespace atl {

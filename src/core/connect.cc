@@ -68,7 +68,7 @@ std::vector<Status> ensureLinks(std::span<ncclComm* const> comms, std::span<cons
     for (const engine::LinkKey& k : keys) {
       if (comm->links.table.has(k)) continue;
       if (k.peer < 0 || k.peer >= comm->nranks || k.peer == comm->rank || k.channel < 0 ||
-          k.channel >= comm->links.nchannels) {
+          (k.channel >= comm->links.nchannels && k.channel != engine::kOneSidedChannel)) {
         result[i] = ATOLL_ERROR(ncclInternalError, "rank %d: a plan needs a link to rank %d on channel %d (of %d)",
                                 comm->rank, k.peer, k.channel, comm->links.nchannels);
         break;

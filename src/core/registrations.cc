@@ -10,10 +10,10 @@ std::atomic<size_t> gLive{0};
 
 RegistrationTable::~RegistrationTable() { gLive.fetch_sub(entries_.size(), std::memory_order_relaxed); }
 
-void* RegistrationTable::add(const void* buff, size_t size, int flags) {
+void* RegistrationTable::add(const void* buff, size_t size, int flags, uint64_t tag) {
   const uintptr_t id = gNextHandle.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
-  entries_.emplace(id, Entry{buff, size, flags});
+  entries_.emplace(id, Entry{buff, size, flags, tag});
   gLive.fetch_add(1, std::memory_order_relaxed);
   return reinterpret_cast<void*>(id);
 }

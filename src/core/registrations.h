@@ -21,10 +21,11 @@ class RegistrationTable {
     const void* buff;
     size_t size;
     int flags;
+    uint64_t tag;  // windows: the collective sequence number naming the window on every rank
   };
 
   /// Records the buffer and returns its handle.
-  void* add(const void* buff, size_t size, int flags = 0);
+  void* add(const void* buff, size_t size, int flags = 0, uint64_t tag = 0);
   /// Forgets the registration; false when `handle` is not one of this table's.
   bool remove(void* handle);
   /// The registration behind `handle`; false when it is not one of this table's.

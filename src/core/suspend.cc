@@ -6,6 +6,7 @@
 // persistent. Suspend is local, as in NCCL: a peer keeps running until it needs this rank.
 #include "core/comm.h"
 #include "core/nccl_api.h"
+#include "core/rma.h"
 
 using namespace atl;
 
@@ -16,6 +17,7 @@ uint64_t linkBytes(const ncclComm* comm) {
   for (const engine::LinkKey& k : comm->links.table.keys()) {
     if (const transport::Connection* c = comm->links.table.get(k.channel, k.peer)) bytes += c->bufferBytes();
   }
+  if (comm->rma) bytes += comm->rma->bufferBytes();
   return bytes;
 }
 

@@ -16,6 +16,10 @@
 
 namespace atl::engine {
 
+/// The channel of one-sided links (core/rma.h): outside every schedule's channels (0 ..
+/// nchannels-1), so no plan ever reads their byte stream.
+inline constexpr int kOneSidedChannel = 0x10000;
+
 /// One link of a rank: the peer, on one channel.
 struct LinkKey {
   int channel = 0;
@@ -30,6 +34,14 @@ class ConnTable {
   transport::Connection* get(int channel, int peer) const {
     auto it = links_.find(pack({channel, peer}));
     return it == links_.end() ? nullptr : it->second.get();
+  }
+  /// Hands the link over to a new owner (the one-sided engine) and forgets it.
+  std::unique_ptr<transport::Connection> take(LinkKey k) {
+    auto it = links_.find(pack(k));
+    if (it == links_.end()) return nullptr;
+    std::unique_ptr<transport::Connection> c = std::move(it->second);
+    links_.erase(it);
+    return c;
   }
   bool has(LinkKey k) const { return links_.count(pack(k)) != 0; }
   size_t size() const { return links_.size(); }

@@ -162,34 +162,120 @@ TEST(Suspend, DestroyWhileSuspended) {
 
 TEST(Windows, RegisterGetUserPtrDeregister) {
   auto comms = initAll(2);
-  std::vector<float> buf(1024);
-  ncclWindow_t win = nullptr;
-  ASSERT_EQ(ncclCommWindowRegister(comms[0], buf.data(), buf.size() * sizeof(float), &win, NCCL_WIN_COLL_SYMMETRIC),
-            ncclSuccess)
-      << ncclGetLastError(comms[0]);
+  std::vector<std::vector<float>> bufs(2, std::vector<float>(1024));
+  std::vector<ncclWindow_t> wins(2, nullptr);
+  runRanks(2, [&](int r) {  // collective: every rank registers
+    ASSERT_EQ(ncclCommWindowRegister(comms[r], bufs[r].data(), bufs[r].size() * sizeof(float), &wins[r],
+                                     NCCL_WIN_COLL_SYMMETRIC),
+              ncclSuccess)
+        << ncclGetLastError(comms[r]);
+  });
   void* user = nullptr;
-  EXPECT_EQ(ncclWinGetUserPtr(comms[0], win, &user), ncclSuccess);
-  EXPECT_EQ(user, buf.data());
-  EXPECT_EQ(ncclWinGetUserPtr(comms[1], win, &user), ncclInvalidArgument);  // another communicator's
-  EXPECT_EQ(ncclWinGetUserPtr(comms[0], win, nullptr), ncclInvalidArgument);
-  EXPECT_EQ(ncclCommWindowRegister(comms[0], buf.data(), 64, &win, 0x100), ncclInvalidArgument);
-  EXPECT_EQ(ncclCommWindowRegister(comms[0], nullptr, 64, &win, 0), ncclInvalidArgument);
-  EXPECT_EQ(ncclCommWindowDeregister(comms[0], win), ncclSuccess);
-  EXPECT_EQ(ncclCommWindowDeregister(comms[0], win), ncclInvalidArgument);  // stale
-  EXPECT_EQ(ncclWinGetUserPtr(comms[0], win, &user), ncclInvalidArgument);
+  EXPECT_EQ(ncclWinGetUserPtr(comms[0], wins[0], &user), ncclSuccess);
+  EXPECT_EQ(user, bufs[0].data());
+  EXPECT_EQ(ncclWinGetUserPtr(comms[1], wins[0], &user), ncclInvalidArgument);  // another communicator's
+  EXPECT_EQ(ncclWinGetUserPtr(comms[0], wins[0], nullptr), ncclInvalidArgument);
+  ncclWindow_t w = nullptr;
+  EXPECT_EQ(ncclCommWindowRegister(comms[0], bufs[0].data(), 64, &w, 0x100), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommWindowRegister(comms[0], nullptr, 64, &w, 0), ncclInvalidArgument);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommWindowRegister(comms[0], bufs[0].data(), 64, &w, 0), ncclInvalidUsage);
+  EXPECT_TRUE(lastErrorHas(comms[0], "outside ncclGroupStart"));
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(ncclCommWindowDeregister(comms[0], wins[0]), ncclSuccess);
+  EXPECT_EQ(ncclCommWindowDeregister(comms[0], wins[0]), ncclInvalidArgument);  // stale
+  EXPECT_EQ(ncclWinGetUserPtr(comms[0], wins[0], &user), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommWindowDeregister(comms[1], wins[1]), ncclSuccess);
   destroyAll(comms);
 }
 
-TEST(Windows, OneSidedCallsFailLoudly) {
+TEST(Windows, OneSidedNeedsAWindow) {
   auto comms = initAll(2);
   float x = 1;
-  EXPECT_EQ(ncclPutSignal(&x, 1, ncclFloat, 1, nullptr, 0, 0, 0, 0, comms[0], nullptr), ncclInvalidUsage);
-  EXPECT_TRUE(lastErrorHas(comms[0], "one-sided"));
   EXPECT_EQ(ncclSignal(1, 0, 0, 0, comms[0], nullptr), ncclInvalidUsage);
+  EXPECT_TRUE(lastErrorHas(comms[0], "ncclCommWindowRegister"));
   ncclWaitSignalDesc_t d{1, 1, 0, 0};
   EXPECT_EQ(ncclWaitSignal(1, &d, comms[0], nullptr), ncclInvalidUsage);
+  EXPECT_EQ(ncclPutSignal(&x, 1, ncclFloat, 1, nullptr, 0, 0, 0, 0, comms[0], nullptr), ncclInvalidUsage);
   EXPECT_EQ(ncclSignal(1, 0, 0, 0, nullptr, nullptr), ncclInvalidArgument);
   destroyAll(comms);
+}
+
+// Puts and signals between thread-ranks, with every argument check on the way.
+TEST(Windows, PutSignalWaitSignal) {
+  constexpr int kRanks = 3;
+  auto comms = initAll(kRanks);
+  runRanks(kRanks, [&](int r) {
+    ncclComm_t comm = comms[r];
+    const int next = (r + 1) % kRanks, prev = (r + kRanks - 1) % kRanks;
+    // More than a link buffer holds, so the puts of the cycle must be landed while they are made.
+    std::vector<int32_t> win(3 << 20, -1), src(win.size(), r * 1000);
+    for (size_t i = 0; i < src.size(); i += 4099) src[i] = static_cast<int32_t>(i) + r;
+    ncclWindow_t w = nullptr;
+    ASSERT_EQ(ncclCommWindowRegister(comm, win.data(), win.size() * sizeof(int32_t), &w, NCCL_WIN_DEFAULT), ncclSuccess)
+        << ncclGetLastError(comm);
+    ASSERT_EQ(ncclPutSignal(src.data(), src.size() - 8, ncclInt32, next, w, 8 * sizeof(int32_t), 0, 0, 0, comm, nullptr),
+              ncclSuccess)
+        << ncclGetLastError(comm);
+    ncclWaitSignalDesc_t d{1, prev, 0, 0};
+    ASSERT_EQ(ncclWaitSignal(1, &d, comm, nullptr), ncclSuccess) << ncclGetLastError(comm);
+    EXPECT_EQ(win[0], -1);  // before the offset: untouched
+    EXPECT_EQ(win[8], prev);  // src[0] = 0 + prev
+    EXPECT_EQ(win[8 + 4099], 4099 + prev);
+    EXPECT_EQ(win[8 + 5000], prev * 1000);
+
+    // Two signals, waited for as two descriptors on the same peer: both are needed.
+    ASSERT_EQ(ncclSignal(next, 0, 0, 0, comm, nullptr), ncclSuccess);
+    ASSERT_EQ(ncclSignal(next, 0, 0, 0, comm, nullptr), ncclSuccess);
+    ncclWaitSignalDesc_t two[2] = {{1, prev, 0, 0}, {1, prev, 0, 0}};
+    ASSERT_EQ(ncclWaitSignal(2, two, comm, nullptr), ncclSuccess) << ncclGetLastError(comm);
+    ASSERT_EQ(ncclWaitSignal(0, nullptr, comm, nullptr), ncclSuccess);  // nothing to wait for
+
+    // Bad arguments, each with its own message.
+    float x = 0;
+    EXPECT_EQ(ncclPutSignal(&x, 1, ncclFloat, kRanks, w, 0, 0, 0, 0, comm, nullptr), ncclInvalidArgument);
+    EXPECT_TRUE(lastErrorHas(comm, "not a rank"));
+    EXPECT_EQ(ncclPutSignal(&x, 1, ncclFloat, next, w, 0, 1, 0, 0, comm, nullptr), ncclInvalidArgument);
+    EXPECT_TRUE(lastErrorHas(comm, "must be 0"));
+    EXPECT_EQ(ncclPutSignal(&x, 1, ncclFloat, next, w, 0, 0, 0, 4, comm, nullptr), ncclInvalidArgument);
+    EXPECT_EQ(ncclPutSignal(&x, 1, static_cast<ncclDataType_t>(99), next, w, 0, 0, 0, 0, comm, nullptr),
+              ncclInvalidArgument);
+    EXPECT_EQ(ncclPutSignal(nullptr, 1, ncclFloat, next, w, 0, 0, 0, 0, comm, nullptr), ncclInvalidArgument);
+    EXPECT_EQ(ncclPutSignal(&x, 1, ncclFloat, next, nullptr, 0, 0, 0, 0, comm, nullptr), ncclInvalidArgument);
+    EXPECT_EQ(ncclPutSignal(&x, 1, ncclFloat, next, w, win.size() * sizeof(int32_t) - 2, 0, 0, 0, comm, nullptr),
+              ncclInvalidArgument);
+    EXPECT_TRUE(lastErrorHas(comm, "do not fit"));
+    ncclWaitSignalDesc_t bad{-1, prev, 0, 0};
+    EXPECT_EQ(ncclWaitSignal(1, &bad, comm, nullptr), ncclInvalidArgument);
+    EXPECT_EQ(ncclWaitSignal(1, nullptr, comm, nullptr), ncclInvalidArgument);
+    ncclWaitSignalDesc_t badCtx{1, prev, 0, 2};
+    EXPECT_EQ(ncclWaitSignal(1, &badCtx, comm, nullptr), ncclInvalidArgument);
+
+    // Everyone has read its window before anyone deregisters it.
+    EXPECT_FLOAT_EQ(allReduceRankSum(comm, r), kRanks * (kRanks + 1) / 2.f);
+    EXPECT_EQ(ncclCommWindowDeregister(comm, w), ncclSuccess);
+    // The window is gone at the source too.
+    EXPECT_EQ(ncclPutSignal(&x, 1, ncclFloat, next, w, 0, 0, 0, 0, comm, nullptr), ncclInvalidArgument);
+  });
+  destroyAll(comms);
+}
+
+// A wait on a rank that has destroyed its communicator fails at once instead of hanging.
+TEST(Windows, WaitOnDestroyedPeerFails) {
+  auto comms = initAll(2);
+  std::vector<std::vector<float>> bufs(2, std::vector<float>(16));
+  runRanks(2, [&](int r) {
+    ncclWindow_t w = nullptr;
+    ASSERT_EQ(ncclCommWindowRegister(comms[r], bufs[r].data(), 64, &w, 0), ncclSuccess);
+    EXPECT_FLOAT_EQ(allReduceRankSum(comms[r], r), 3.f);
+  });
+  ASSERT_EQ(ncclSignal(0, 0, 0, 0, comms[1], nullptr), ncclSuccess);
+  ASSERT_EQ(ncclCommDestroy(comms[1]), ncclSuccess);
+  ncclWaitSignalDesc_t d{1, 1, 0, 0};
+  EXPECT_EQ(ncclWaitSignal(1, &d, comms[0], nullptr), ncclSuccess);  // the signal sent before it left
+  EXPECT_EQ(ncclWaitSignal(1, &d, comms[0], nullptr), ncclRemoteError);
+  EXPECT_TRUE(lastErrorHas(comms[0], "destroyed its communicator"));
+  EXPECT_EQ(ncclCommDestroy(comms[0]), ncclSuccess);
 }
 
 // --- Parameters ---------------------------------------------------------------------------------

@@ -1,0 +1,25 @@
+# One-sided operations (ncclPutSignal / ncclSignal / ncclWaitSignal) between real processes, over
+# shared memory and over sockets; and a rank killed while the others wait for its signal.
+add_executable(one_sided ${CMAKE_CURRENT_LIST_DIR}/one_sided.cc)
+target_include_directories(one_sided PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(one_sided PRIVATE atoll)
+set(ATOLL_ONE_SIDED_LIMIT_MS 2000)  # the README's bound for a dead peer
+if(ATOLL_SANITIZE)
+  set(ATOLL_ONE_SIDED_LIMIT_MS 30000)
+endif()
+foreach(cfg "shm_2;2;" "shm_4;4;" "socket_2;2;NCCL_SHM_DISABLE=1" "socket_4;4;NCCL_SHM_DISABLE=1"
+            "kill_shm_3;3;;--kill" "kill_socket_3;3;NCCL_SHM_DISABLE=1;--kill")
+  list(GET cfg 0 name)
+  list(GET cfg 1 ranks)
+  list(GET cfg 2 env)
+  list(LENGTH cfg fields)
+  set(mode "")
+  if(fields GREATER 3)
+    list(GET cfg 3 mode)
+  endif()
+  add_test(NAME one_sided_${name} COMMAND one_sided --ranks ${ranks} --limit-ms ${ATOLL_ONE_SIDED_LIMIT_MS} ${mode})
+  set_tests_properties(one_sided_${name} PROPERTIES TIMEOUT 120 LABELS "integration")
+  if(env)
+    set_tests_properties(one_sided_${name} PROPERTIES ENVIRONMENT "${env}")
+  endif()
+endforeach()
