@@ -3,9 +3,13 @@
 // -mavx2 would let the linker pick AVX2 copies of shared inline functions for the baseline path.
 #include "kernels/host/reduce.h"
 
+#include <libdivide.h>
+
 #include <atomic>
 #include <cstring>
+#include <type_traits>
 
+#include "kernels/host/byte_tables.h"
 #include "kernels/host/isa.h"
 #include "kernels/host/loops.h"
 
@@ -45,8 +49,41 @@ template <class T, class F>
   host::unaryLoop(d, s, n, f);
 }
 
+// Avg's integer divide by a divisor fixed for the call: a multiply-high and shifts per element
+// (libdivide's branch-free form) instead of a hardware divide, which x86 cannot vectorise and
+// which costs 10-40 cycles per element. One variant only: GCC vectorises this loop with SSE2 for
+// more of the four integer widths than with AVX2, and bench_kernels measured the SSE2 build as
+// fast or faster for three of them (perf/baselines/README.md).
+template <class T>
+[[gnu::flatten]] void divideInvariant(T* d, size_t n, const libdivide::branchfree_divider<T>& div) {
+ATOLL_IVDEP
+  for (size_t i = 0; i < n; ++i) d[i] = d[i] / div;
+}
+
+// A unary op on a 1-byte type as a 256-entry table filled from the functor (byte_tables.h);
+// false when the type is wider or the call too small for the table to pay.
+template <class T, class F>
+bool mapBytes(T* d, const T* s, size_t n, F f) {
+  if constexpr (sizeof(T) != 1) {
+    return false;
+  } else {
+    if (n < host::kByteTableMinCount) return false;
+    uint8_t table[256];
+    for (unsigned v = 0; v < 256; ++v) {
+      const uint8_t in = static_cast<uint8_t>(v);
+      T x;
+      std::memcpy(&x, &in, 1);
+      const T r = f(x);
+      std::memcpy(&table[v], &r, 1);
+    }
+    host::byteMap(table, reinterpret_cast<uint8_t*>(d), reinterpret_cast<const uint8_t*>(s), n);
+    return true;
+  }
+}
+
 template <class T, class F>
 void unary(T* d, const T* s, size_t n, F f) {
+  if (mapBytes(d, s, n, f)) return;
   if (activeIsa() == Isa::Avx2) {
     unaryAvx2(d, s, n, f);
   } else {
@@ -175,6 +212,7 @@ void reduce(ncclDataType_t dt, RedOp op, void* dst, const void* a, const void* b
                          static_cast<const BFloat16*>(b), count);
     return;
   }
+  if ((dt == ncclFloat8e4m3 || dt == ncclFloat8e5m2) && host::fp8ReduceByTable(dt, op, dst, a, b, count)) return;
   withType(dt, [&](auto t) {
     using T = decltype(t);
     if (BinaryFn fn = pickBinary<T>(op, avx2)) fn(dst, a, b, count);
@@ -216,6 +254,13 @@ void divide(ncclDataType_t dt, void* dst, size_t count, int divisor) {
       }
     }
     T* d = static_cast<T*>(dst);
+    if constexpr (std::is_integral_v<T> && sizeof(T) >= 4) {
+      const T by = static_cast<T>(divisor);  // as FuncDivide: the divisor in the element type
+      if (by == 1) return;                   // x / 1 (and libdivide's branch-free form excludes 1)
+      const libdivide::branchfree_divider<T> div(by);
+      divideInvariant(d, count, div);
+      return;
+    }
     unary(d, d, count, FuncDivide<T>{divisor});
   });
 }

@@ -344,6 +344,79 @@ TEST_P(KernelTest, DivideFloatsRoundOnce) {
   }
 }
 
+// fp8 reductions by table (kernels/host/byte_tables.h): every pair of bit patterns, every op, in
+// a call large enough to build the table and in small calls (scalar until a table exists, the
+// table once it does); each result must have exactly the functor's bits, NaNs included.
+template <class T, class F>
+void checkEveryPair(ncclDataType_t dt, RedOp op, F f) {
+  std::vector<T> a(65536), b(65536), d(65536);
+  for (uint32_t i = 0; i < 65536; ++i) {
+    a[i].bits = static_cast<uint8_t>(i >> 8);
+    b[i].bits = static_cast<uint8_t>(i);
+  }
+  for (size_t n : {size_t{65536}, size_t{13}}) {
+    reduce(dt, op, d.data(), a.data(), b.data(), n);
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(d[i].bits, f(a[i], b[i]).bits) << dtypeName(dt) << " " << opName(op) << " n=" << n << " 0x" << std::hex
+                                               << int{a[i].bits} << " 0x" << int{b[i].bits};
+  }
+  std::vector<T> inPlace = a;  // dst aliasing a source
+  reduce(dt, op, inPlace.data(), inPlace.data(), b.data(), inPlace.size());
+  for (size_t i = 0; i < inPlace.size(); ++i) ASSERT_EQ(inPlace[i].bits, f(a[i], b[i]).bits) << "in place " << i;
+}
+
+TEST_P(KernelTest, Fp8EveryPairMatchesFunctors) {
+  checkEveryPair<Fp8E4M3>(ncclFloat8e4m3, RedOp::Sum, FuncSum<Fp8E4M3>{});
+  checkEveryPair<Fp8E4M3>(ncclFloat8e4m3, RedOp::Prod, FuncProd<Fp8E4M3>{});
+  checkEveryPair<Fp8E4M3>(ncclFloat8e4m3, RedOp::Max, FuncMax<Fp8E4M3>{});
+  checkEveryPair<Fp8E4M3>(ncclFloat8e4m3, RedOp::Min, FuncMin<Fp8E4M3>{});
+  checkEveryPair<Fp8E5M2>(ncclFloat8e5m2, RedOp::Sum, FuncSum<Fp8E5M2>{});
+  checkEveryPair<Fp8E5M2>(ncclFloat8e5m2, RedOp::Prod, FuncProd<Fp8E5M2>{});
+  checkEveryPair<Fp8E5M2>(ncclFloat8e5m2, RedOp::Max, FuncMax<Fp8E5M2>{});
+  checkEveryPair<Fp8E5M2>(ncclFloat8e5m2, RedOp::Min, FuncMin<Fp8E5M2>{});
+}
+
+// Integer avg by multiplication (libdivide) and 1-byte types by table: every result equals C's
+// truncating division, for divisors that are 1, powers of two, odd, large and near the type's
+// limit, on the type's extremes and random values, in calls above and below the table threshold.
+template <class T>
+void checkIntegerDivide(ncclDataType_t dt, std::mt19937_64& rng) {
+  std::vector<T> values = {std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), T(0), T(1), T(-1), T(2), T(-2)};
+  while (values.size() < 4099) values.push_back(static_cast<T>(rng()));
+  for (int divisor : {1, 2, 3, 5, 7, 8, 10, 64, 127, 1000, 65537, std::numeric_limits<int>::max()}) {
+    for (size_t n : {values.size(), size_t{7}}) {
+      std::vector<T> d(values.begin(), values.begin() + static_cast<ptrdiff_t>(n));
+      divide(dt, d.data(), n, divisor);
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(d[i], FuncDivide<T>{divisor}(values[i])) << dtypeName(dt) << " " << +values[i] << " / " << divisor;
+    }
+  }
+}
+
+TEST_P(KernelTest, IntegerDivideMatchesCDivision) {
+  std::mt19937_64 rng(11);
+  checkIntegerDivide<int8_t>(ncclInt8, rng);
+  checkIntegerDivide<uint8_t>(ncclUint8, rng);
+  checkIntegerDivide<int32_t>(ncclInt32, rng);
+  checkIntegerDivide<uint32_t>(ncclUint32, rng);
+  checkIntegerDivide<int64_t>(ncclInt64, rng);
+  checkIntegerDivide<uint64_t>(ncclUint64, rng);
+}
+
+// fp8 scale and divide by table: every bit pattern, repeated past the table threshold.
+TEST_P(KernelTest, Fp8ScaleAndDivideByTable) {
+  std::vector<Fp8E5M2> s(4096), d(4096);
+  for (size_t i = 0; i < s.size(); ++i) s[i].bits = static_cast<uint8_t>(i);
+  const Fp8E5M2 k{0x3d};  // 1.25
+  scale(ncclFloat8e5m2, d.data(), s.data(), &k, s.size());
+  for (size_t i = 0; i < s.size(); ++i) ASSERT_EQ(d[i].bits, FuncScale<Fp8E5M2>{k}(s[i]).bits) << i;
+  std::vector<Fp8E4M3> e(4096);
+  for (size_t i = 0; i < e.size(); ++i) e[i].bits = static_cast<uint8_t>(i * 7);
+  std::vector<Fp8E4M3> e0 = e;
+  divide(ncclFloat8e4m3, e.data(), e.size(), 3);
+  for (size_t i = 0; i < e.size(); ++i) ASSERT_EQ(e[i].bits, FuncDivide<Fp8E4M3>{3}(e0[i]).bits) << i;
+}
+
 std::string isaName(const ::testing::TestParamInfo<Isa>& info) {
   return info.param == Isa::Avx2 ? "Avx2" : "Baseline";
 }
