@@ -1,7 +1,8 @@
 // atoll-info: prints the library's parameters (environment variables) with their current values,
 // or renders docs/ENV.md from the same registry so the document cannot drift from the code; with
 // --topology, the detected node topology, the islands a local job would get, the transport each
-// peer class would use, and the selector's choices that follow.
+// peer class would use, and the selector's choices that follow; with --net, the network plugins
+// NCCL_NET_PLUGIN finds (transports/net/net_plugin.h) and their devices.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,8 @@
 #include "topology/detect.h"
 #include "topology/islands.h"
 #include "topology/summary.h"
+#include "transports/net/net_abi.h"
+#include "transports/net/net_plugin.h"
 
 #ifndef ATOLL_VERSION_STRING
 #define ATOLL_VERSION_STRING "unknown"
@@ -146,20 +149,46 @@ int printTopology(int nranks) {
   return printTransports(ranks, *comm) ? 0 : 1;
 }
 
+// NCCL_NET_PLUGIN's search (transports/net/net_plugin.h): what was tried, then each usable net and
+// its devices.
+int printNets() {
+  const std::string& list = params::getString(params::Id::NetPlugin);
+  std::printf("Net plugins (NCCL_NET_PLUGIN=%s):\n", list.empty() ? "(unset)" : list.c_str());
+  const atl::net::LoadResult loaded = atl::net::loadPlugins(list);
+  for (const std::string& line : loaded.tried) std::printf("  tried %s\n", line.c_str());
+  for (const auto& net : loaded.nets) {
+    std::printf("%s (v%d, %s):\n", net->name().c_str(), net->version(), net->library().c_str());
+    for (size_t d = 0; d < net->devices().size(); ++d) {
+      const atl::net::DeviceProps& p = net->devices()[d];
+      std::printf("  dev %zu %-12s %6.0f Gb/s  latency %.1f us  port %d  ptr%s%s%s  maxRecvs %d  maxComms %d  pci %s%s\n",
+                  d, p.name.c_str(), p.speedMbps / 1000.0, p.latencyUs, p.port,
+                  p.ptrSupport & atl::net::abi::kPtrHost ? " host" : "",
+                  p.ptrSupport & atl::net::abi::kPtrCuda ? " cuda" : "",
+                  p.ptrSupport & atl::net::abi::kPtrDmaBuf ? " dmabuf" : "", p.maxRecvs, p.maxComms,
+                  p.pciPath.empty() ? "-" : p.pciPath.c_str(),
+                  p.railId >= 0 ? (" rail " + std::to_string(p.railId)).c_str() : "");
+    }
+  }
+  std::printf("Built in: Socket (used for peers on other hosts). Plugin devices are listed, not yet used for "
+              "data.\n");
+  return 0;
+}
+
 void usage() {
   std::fprintf(stderr,
-               "usage: atoll-info [--params [--markdown]] [--topology [--nranks N]] [--version]\n"
+               "usage: atoll-info [--params [--markdown]] [--topology [--nranks N]] [--net] [--version]\n"
                "  --params             every environment parameter: type, default, current value, source\n"
                "  --params --markdown  the same registry as docs/ENV.md\n"
                "  --topology           detected node topology, path classes, and the islands of\n"
                "                       --nranks N local ranks (default 8) under ATOLL_ISLAND_SIZE/ID/FABRIC_FILE\n"
+               "  --net                the network plugins NCCL_NET_PLUGIN finds, and their devices\n"
                "  --version            library and API version\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool wantParams = false, markdown = false, version = false, topology = false;
+  bool wantParams = false, markdown = false, version = false, topology = false, nets = false;
   int nranks = 8;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--params") == 0)
@@ -168,6 +197,8 @@ int main(int argc, char** argv) {
       markdown = true;
     else if (std::strcmp(argv[i], "--topology") == 0)
       topology = true;
+    else if (std::strcmp(argv[i], "--net") == 0)
+      nets = true;
     else if (std::strcmp(argv[i], "--nranks") == 0 && i + 1 < argc) {
       char* end = nullptr;
       const long v = std::strtol(argv[++i], &end, 10);
@@ -190,13 +221,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "atoll-info: --markdown goes with --params\n");
     return 2;
   }
-  if (!wantParams && !version && !topology) version = true;
+  if (!wantParams && !version && !topology && !nets) version = true;
   if (version) {
     int code = 0;
     ncclGetVersion(&code);
     std::printf("Atoll %s (NCCL API %d.%d.%d)\n", ATOLL_VERSION_STRING, code / 10000, code / 100 % 100, code % 100);
   }
   if (wantParams) markdown ? printMarkdown() : printParams();
+  if (nets && printNets() != 0) return 1;
   if (topology) return printTopology(nranks);
   return 0;
 }
