@@ -213,4 +213,14 @@ bool parseSize(const std::string& text, int64_t* out) {
   return true;
 }
 
+const char* typeName(Type t) {
+  switch (t) {
+    case Type::Int: return "int";
+    case Type::Bool: return "bool";
+    case Type::String: return "string";
+    case Type::Size: return "size";
+  }
+  return "?";
+}
+
 }  // namespace atl::params

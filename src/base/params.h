@@ -10,6 +10,8 @@
 namespace atl::params {
 
 enum class Type { Int, Bool, String, Size };
+/// "int", "bool", "string" or "size" (atoll-info, docs/ENV.md, ncclParam* errors).
+const char* typeName(Type t);
 enum class Source { Default, Config, Env };  // Config: NCCL_CONF_FILE, ~/.nccl.conf, /etc/nccl.conf
 
 enum class Id : int {

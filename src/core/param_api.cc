@@ -37,16 +37,6 @@ Result<const params::Def*> fromHandle(ncclParamHandle_t h, const char* fn) {
   return ATOLL_ERROR(ncclInvalidArgument, "%s: %p is not a handle from ncclParamBind", fn, static_cast<void*>(h));
 }
 
-const char* typeName(params::Type t) {
-  switch (t) {
-    case params::Type::Int: return "int64";
-    case params::Type::Bool: return "bool";
-    case params::Type::String: return "string";
-    case params::Type::Size: return "size";
-  }
-  return "?";
-}
-
 template <class T>
 Status getInteger(ncclParamHandle_t h, T* out, const char* fn) {
   ATOLL_ASSIGN_OR_RETURN(const params::Def* d, fromHandle(h, fn));
@@ -99,7 +89,7 @@ NCCL_API(ncclResult_t, ncclParamGetStr, ncclParamHandle_t h, const char** out) {
     if (out == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclParamGetStr: out is NULL");
     if (d->type != params::Type::String)
       return ATOLL_ERROR(ncclInvalidArgument, "ncclParamGetStr: %s is a %s parameter; read it with an integer getter",
-                         d->name, typeName(d->type));
+                         d->name, params::typeName(d->type));
     *out = params::getString(d->id).c_str();  // valid for the process lifetime (base/params.h)
     return Status::Ok();
   });
@@ -178,7 +168,7 @@ NCCL_API(void, ncclParamDumpAll, void) {
   std::printf("=== Atoll parameter registry ===\n");
   for (const params::Def& d : params::all()) {
     const params::Source src = params::source(d.id);
-    std::printf("%s (%s) %s\n    Current value=%s set_by=%s default=%s\n\n", d.name, typeName(d.type), d.doc,
+    std::printf("%s (%s) %s\n    Current value=%s set_by=%s default=%s\n\n", d.name, params::typeName(d.type), d.doc,
                 params::valueText(d.id).c_str(),
                 src == params::Source::Env ? "Env" : src == params::Source::Config ? "Config" : "Default",
                 d.defaultValue);

@@ -28,20 +28,6 @@ namespace {
 
 namespace params = atl::params;
 
-const char* typeName(params::Type t) {
-  switch (t) {
-    case params::Type::Int:
-      return "int";
-    case params::Type::Bool:
-      return "bool";
-    case params::Type::String:
-      return "string";
-    case params::Type::Size:
-      return "size";
-  }
-  return "?";
-}
-
 std::string cell(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -61,7 +47,7 @@ void printParams() {
   std::printf("%-28s %-7s %-20s %-20s %s\n", "NAME", "TYPE", "DEFAULT", "VALUE", "SOURCE");
   for (const params::Def& d : params::all()) {
     const params::Source src = params::source(d.id);
-    std::printf("%-28s %-7s %-20s %-20s %s\n", d.name, typeName(d.type), d.defaultValue[0] ? d.defaultValue : "\"\"",
+    std::printf("%-28s %-7s %-20s %-20s %s\n", d.name, params::typeName(d.type), d.defaultValue[0] ? d.defaultValue : "\"\"",
                 params::valueText(d.id).empty() ? "\"\"" : params::valueText(d.id).c_str(),
                 src == params::Source::Env ? "env" : src == params::Source::Config ? "config" : "default");
   }
@@ -80,7 +66,7 @@ void printMarkdown() {
       "effect.\n\n");
   std::printf("| Variable | Type | Default | Description |\n|---|---|---|---|\n");
   for (const params::Def& d : params::all()) {
-    std::printf("| `%s` | %s | %s | %s |\n", d.name, typeName(d.type), code(d.defaultValue).c_str(),
+    std::printf("| `%s` | %s | %s | %s |\n", d.name, params::typeName(d.type), code(d.defaultValue).c_str(),
                 cell(d.doc).c_str());
   }
   std::printf("\n## Launcher and perf tools\n\n");
