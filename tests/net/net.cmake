@@ -22,3 +22,10 @@ add_test(NAME atoll_info_net COMMAND atoll-info --net)
 set_tests_properties(atoll_info_net PROPERTIES LABELS unit
                      ENVIRONMENT "NCCL_NET_PLUGIN=none-such,$<TARGET_FILE:atoll_testnet_v10>"
                      PASS_REGULAR_EXPRESSION "AtollTest \\(ncclNetPlugin_v10\\), 2 device.*testnic1.*200 Gb/s")
+
+# Atoll's own Socket net, as libnccl-net-atoll.so, through the same host.
+add_executable(test_socket_net ${CMAKE_CURRENT_LIST_DIR}/test_socket_net.cc)
+target_link_libraries(test_socket_net PRIVATE atoll_static GTest::gtest_main)
+target_compile_definitions(test_socket_net PRIVATE ATOLL_NET_PLUGIN_PATH="$<TARGET_FILE:nccl_net_atoll>")
+add_dependencies(test_socket_net nccl_net_atoll)
+gtest_discover_tests(test_socket_net DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit TIMEOUT 120)
