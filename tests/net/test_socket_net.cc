@@ -68,17 +68,34 @@ void transfer(PluginNet& net, Link& l, std::vector<char>& out, std::vector<char>
 
 atl::net::LoadResult loadAtoll() { return atl::net::loadPlugins(ATOLL_NET_PLUGIN_PATH); }
 
-TEST(SocketNet, LoadsAsAPluginAndMovesData) {
-  atl::net::LoadResult r = loadAtoll();
-  ASSERT_EQ(r.nets.size(), 1u) << (r.tried.empty() ? "" : r.tried.back());
-  PluginNet& net = *r.nets[0];
+/// The plugin loaded through the host and listening on its device; what a test opens is closed.
+class SocketNet : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    loaded_ = loadAtoll();
+    ASSERT_EQ(loaded_.nets.size(), 1u) << (loaded_.tried.empty() ? "" : loaded_.tried.back());
+    ASSERT_TRUE(net().listen(0, handle, &l.listen).ok());
+  }
+  void TearDown() override {
+    if (loaded_.nets.empty()) return;
+    const bool closed = (l.send == nullptr || net().closeSend(l.send).ok()) &&
+                        (l.recv == nullptr || net().closeRecv(l.recv).ok()) &&
+                        (l.listen == nullptr || net().closeListen(l.listen).ok());
+    EXPECT_TRUE(closed);
+  }
+  PluginNet& net() { return *loaded_.nets[0]; }
+
+  atl::net::LoadResult loaded_;
+  char handle[abi::kHandleMaxSize] = {};
+  Link l;
+};
+
+TEST_F(SocketNet, LoadsAsAPluginAndMovesData) {
+  PluginNet& net = this->net();
   EXPECT_EQ(net.name(), "Socket");
   EXPECT_EQ(net.version(), 11);
   ASSERT_EQ(net.devices().size(), 1u);
   EXPECT_EQ(net.devices()[0].ptrSupport, abi::kPtrHost);
-  char handle[abi::kHandleMaxSize] = {};
-  Link l;
-  ASSERT_TRUE(net.listen(0, handle, &l.listen).ok());
   ASSERT_TRUE(connectBoth(net, handle, &l));
   for (size_t bytes : {size_t{0}, size_t{1}, size_t{4099}, size_t{24} << 20}) {
     std::vector<char> out(bytes), in(bytes + 8, 0);
@@ -132,18 +149,9 @@ TEST(SocketNet, LoadsAsAPluginAndMovesData) {
     return refused;
   }));
   EXPECT_TRUE(refused);
-  EXPECT_TRUE(net.closeSend(l.send).ok());
-  EXPECT_TRUE(net.closeRecv(l.recv).ok());
-  EXPECT_TRUE(net.closeListen(l.listen).ok());
 }
 
-TEST(SocketNet, StrangerOnThePortIsDropped) {
-  atl::net::LoadResult r = loadAtoll();
-  ASSERT_EQ(r.nets.size(), 1u);
-  PluginNet& net = *r.nets[0];
-  char handle[abi::kHandleMaxSize] = {};
-  Link l;
-  ASSERT_TRUE(net.listen(0, handle, &l.listen).ok());
+TEST_F(SocketNet, StrangerOnThePortIsDropped) {
   // Dial the listener's address by hand and send a wrong nonce.
   atl::net::PackedAddr packed;
   std::memcpy(&packed, handle + 8, sizeof(packed));  // after magic and stage (socket_net.cc's Handle)
@@ -151,21 +159,13 @@ TEST(SocketNet, StrangerOnThePortIsDropped) {
   ASSERT_TRUE(fd.ok());
   const uint64_t wrong = 42;
   ASSERT_EQ(::send(fd->get(), &wrong, sizeof(wrong), MSG_NOSIGNAL), 8);
-  ASSERT_TRUE(connectBoth(net, handle, &l));  // the real dialler still gets through
-  EXPECT_TRUE(net.closeSend(l.send).ok());
-  EXPECT_TRUE(net.closeRecv(l.recv).ok());
-  EXPECT_TRUE(net.closeListen(l.listen).ok());
+  ASSERT_TRUE(connectBoth(net(), handle, &l));  // the real dialler still gets through
 }
 
 // Two processes: the child dials and streams; the parent receives and checks, then the child is
 // killed (SIGKILL) in the middle of a transfer and the parent's pending receive must fail quickly.
-TEST(SocketNet, BetweenProcessesAndAPeerKilledMidTransfer) {
-  atl::net::LoadResult r = loadAtoll();
-  ASSERT_EQ(r.nets.size(), 1u);
-  PluginNet& net = *r.nets[0];
-  char handle[abi::kHandleMaxSize] = {};
-  Link l;
-  ASSERT_TRUE(net.listen(0, handle, &l.listen).ok());
+TEST_F(SocketNet, BetweenProcessesAndAPeerKilledMidTransfer) {
+  PluginNet& net = this->net();
   constexpr size_t kBytes = size_t{16} << 20;
   // More than the kernel buffers of both ends hold, so it cannot all arrive before the kill.
   constexpr size_t kUnfinished = size_t{64} << 20;
@@ -225,8 +225,6 @@ TEST(SocketNet, BetweenProcessesAndAPeerKilledMidTransfer) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_TRUE(failed) << "a receive from a killed peer must fail";
   EXPECT_LT(ms, 2000) << "within the README's bound";
-  EXPECT_TRUE(net.closeRecv(l.recv).ok());
-  EXPECT_TRUE(net.closeListen(l.listen).ok());
 }
 
 }  // namespace
