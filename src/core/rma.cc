@@ -178,7 +178,6 @@ bool Engine::pullLocked(int peer, Peer& p) {
       }
       in = Incoming{};
       in.inBody = true;
-      in.kind = h->kind;
       in.left = h->bytes;
       in.pad = padOf(h->bytes);
       if (h->kind == kPut) {

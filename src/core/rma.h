@@ -43,7 +43,7 @@ inline constexpr int kChannel = engine::kOneSidedChannel;
 inline constexpr size_t kHeaderBytes = 32;
 
 struct Header {
-  uint32_t kind = 0;  // kPut or kSignal
+  uint32_t kind = 0;  // kPut, kSignal or kBye
   uint64_t window = 0;  // the window's collective sequence number (equal on every rank)
   uint64_t offset = 0;  // bytes into the target's window
   uint64_t bytes = 0;   // data that follows
@@ -110,7 +110,6 @@ class Engine {
     std::byte* dst = nullptr;  // null: the put has no valid target here, its data is dropped
     size_t left = 0;           // data bytes still to land
     size_t pad = 0;            // padding still to skip
-    uint32_t kind = 0;
   };
   struct Peer {
     std::unique_ptr<transport::Connection> link;

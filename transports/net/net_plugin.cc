@@ -251,7 +251,6 @@ struct Loader {
     void* dl = open(entry, &lib);
     if (dl == nullptr) return;
     std::unique_ptr<PluginNet> net(new PluginNet());
-    net->dl_ = dl;
     net->library_ = lib;
     for (int v = 12; v >= 6 && net->table_ == nullptr; --v) {
       const std::string sym = "ncclNetPlugin_v" + std::to_string(v);

@@ -83,7 +83,6 @@ class PluginNet {
   std::string name_;
   std::string library_;
   int version_ = 0;
-  void* dl_ = nullptr;
   const void* table_ = nullptr;  // the library's ncclNetPlugin_v<version_>
   void* ctx_ = nullptr;          // v11+: the context init returned
   std::vector<DeviceProps> devices_;
