@@ -36,6 +36,8 @@ void encodePeerInfo(codec::Writer& w, const PeerInfo& p) {
   w.u16(a.port);  // already in network order: kept as the bytes it is
   w.bytes(a.addr);
   w.bytes(p.dataChallenge);
+  w.text(p.netName, sizeof(p.netName));
+  w.bytes(p.netHandle);
 }
 
 PeerInfo decodePeerInfo(codec::Reader& r) {
@@ -52,6 +54,8 @@ PeerInfo decodePeerInfo(codec::Reader& r) {
   r.bytes(a.addr);
   p.dataAddr = net::unpack(a);
   r.bytes(p.dataChallenge);
+  r.text(p.netName, sizeof(p.netName));
+  r.bytes(p.netHandle);
   return p;
 }
 

@@ -31,6 +31,8 @@ namespace atl::transport {
 
 /// PeerInfo::flags: the rank accepts shared-memory links (NCCL_SHM_DISABLE unset).
 inline constexpr uint32_t kPeerAllowsShm = 1;
+/// PeerInfo::flags: the rank reaches other hosts over a plugin net (netName, netHandle).
+inline constexpr uint32_t kPeerHasNet = 2;
 
 /// What every rank publishes about itself at rendezvous.
 struct PeerInfo {
@@ -43,6 +45,11 @@ struct PeerInfo {
   net::SockAddr dataAddr;  // socket transport listener
   // Fresh random bytes of that listener; every hello to it must be proven over them (socket_transport.h).
   std::array<uint8_t, 16> dataChallenge{};
+  // With kPeerHasNet: the plugin net this rank uses and its listen handle (net/net_transport.h).
+  // Published by every rank, set or not: the rendezvous needs equal sizes, and a rank on another
+  // net must meet a clear error (core/init.cc), not a size mismatch.
+  char netName[32] = {};
+  std::array<uint8_t, 128> netHandle{};
 };
 
 /// PeerInfo travels in the rendezvous: field by field (base/wire_codec.h), never as its memory

@@ -30,10 +30,14 @@ enum class RevokeState : int { Live, Revoking, Revoked };
 struct CommLinks {
   std::unique_ptr<transport::Transport> shm;
   std::unique_ptr<transport::Transport> socket;
+  std::unique_ptr<transport::Transport> net;  // a plugin net (net/net_transport.h); replaces socket when set
+  const net::DeviceProps* netDevice = nullptr;  // its device (the plugin outlives every communicator)
   std::shared_ptr<transport::Context> contextPtr = std::make_shared<transport::Context>();
   transport::Context& context = *contextPtr;  // shared with the transports (transport.h: attach)
   engine::ConnTable table;
   int nchannels = 1;
+  /// What carries the links that are not shared memory.
+  transport::Transport& remote() const { return net ? *net : *socket; }
 };
 
 }  // namespace atl

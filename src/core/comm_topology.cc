@@ -4,6 +4,7 @@
 #include "base/params.h"
 #include "core/comm.h"
 #include "topology/detect.h"
+#include "transports/net/net_plugin.h"
 
 #include <algorithm>
 #include <cstring>
@@ -30,7 +31,8 @@ topo::RankDesc localPlacement() {
   return d;
 }
 
-LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPlacement& placement) {
+LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPlacement& placement,
+                       const net::DeviceProps* netDevice, const char* netName) {
   // The model prices each level by the transport its links really use: shared memory between
   // ranks of one host unless shm is off, TCP otherwise. Islands emulated on one host
   // (ATOLL_ISLAND_SIZE) are therefore joined by shm, as they are in fact.
@@ -52,8 +54,16 @@ LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPl
   const bool singleHost = !everyone.empty() && oneHost(everyone);
   c.interShm = shm && singleHost;
   c.fabric = tuning::FabricParams::defaults();
-  c.fabric.intra = c.intraShm ? c.fabric.model.shm : c.fabric.model.socket;
-  c.fabric.inter = c.interShm ? c.fabric.model.shm : c.fabric.model.socket;
+  // Over a plugin net, links that are not shm are priced by what its device reports (speed in
+  // Mbps, latency in us, as NCCL's graph reads them); a figure it leaves at 0 keeps the socket's.
+  tuning::LinkParams remote = c.fabric.model.socket;
+  if (netDevice != nullptr) {
+    if (netDevice->speedMbps > 0) remote.bwGBs = netDevice->speedMbps / 8000.0;
+    if (netDevice->latencyUs > 0) remote.latUs = netDevice->latencyUs;
+    c.remote = netName;
+  }
+  c.fabric.intra = c.intraShm ? c.fabric.model.shm : remote;
+  c.fabric.inter = c.interShm ? c.fabric.model.shm : remote;
   // Between hosts, a host's ranks share its NICs (sockets use whichever the route picks; virtual
   // interfaces count as one). Loopback on one host has no uplink to share.
   if (!singleHost) {
@@ -95,7 +105,8 @@ Status buildCommTopology(ncclComm* comm, std::span<const topo::RankDesc> ranks) 
   ATOLL_ASSIGN_OR_RETURN(topo::CommPlacement placement, topo::commPlacement(ranks));
   const std::shared_ptr<const topo::IslandMap>& islands = placement.islands;
   const size_t nIslands = islands ? islands->members.size() : 1;
-  const LinkChoice links = chooseLinks(ranks, placement);
+  const LinkChoice links = chooseLinks(ranks, placement, comm->links.netDevice,
+                                      comm->links.net ? comm->links.net->name() : nullptr);
   const tuning::FabricParams& fabric = links.fabric;
   ATOLL_ASSIGN_OR_RETURN(tuning::Selector selector,
                          tuning::Selector::create(comm->nranks, nIslands > 1 ? islands.get() : nullptr, fabric,
@@ -104,8 +115,8 @@ Status buildCommTopology(ncclComm* comm, std::span<const topo::RankDesc> ranks) 
   comm->topology.selector = std::make_unique<tuning::Selector>(std::move(selector));
   comm->topology.lsaSize = lsaBlockSize(ranks);
   ATOLL_INFO(log::kInit, "comm %p rank %d: %zu island(s) by %s rule, links inside islands %s, between %s",
-             (void*)comm, comm->rank, nIslands, topo::islandRuleName(placement.rule), links.intraShm ? "shm" : "socket",
-             links.interFromFabric ? "from the fabric file" : links.interShm ? "shm" : "socket");
+             (void*)comm, comm->rank, nIslands, topo::islandRuleName(placement.rule), links.intraShm ? "shm" : links.remote,
+             links.interFromFabric ? "from the fabric file" : links.interShm ? "shm" : links.remote);
   return Status::Ok();
 }
 

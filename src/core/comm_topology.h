@@ -14,6 +14,9 @@
 struct ncclComm;
 
 namespace atl {
+namespace net {
+struct DeviceProps;
+}
 
 struct CommTopology {
   std::shared_ptr<const topo::IslandMap> islands;  // null: one island
@@ -33,10 +36,12 @@ struct LinkChoice {
   bool intraShm = false;   // links inside islands are shared memory (else sockets)
   bool interShm = false;   // links between islands are shared memory (islands emulated on one host)
   bool interFromFabric = false;  // the fabric file gave the numbers between islands
+  const char* remote = "socket";  // what carries links that are not shm: "socket" or a plugin net's name
 };
-/// Decided from every rank's descriptor, the islands, and NCCL_SHM_DISABLE; what the connections
-/// made by core/connect.cc will actually be.
-LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPlacement& placement);
+/// Decided from every rank's descriptor, the islands, NCCL_SHM_DISABLE and the plugin net device
+/// (null: the socket transport); what the connections made by core/connect.cc will actually be.
+LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPlacement& placement,
+                       const net::DeviceProps* netDevice = nullptr, const char* netName = nullptr);
 
 /// This rank's descriptor for the exchange at init (detection runs once per process).
 topo::RankDesc localPlacement();

@@ -86,7 +86,7 @@ std::vector<Status> ensureLinks(std::span<ncclComm* const> comms, std::span<cons
   for (Pending& p : pending) {
     if (!live(p)) continue;
     CommLinks& links = comms[p.comm]->links;
-    transport::Transport& t = p.shm ? *links.shm : *links.socket;
+    transport::Transport& t = p.shm ? *links.shm : links.remote();
     auto c = t.prepare(p.key.peer, p.key.channel);
     if (!c.ok()) result[p.comm] = c.status();
     else p.connector = std::move(*c);
@@ -129,8 +129,9 @@ std::vector<Status> ensureLinks(std::span<ncclComm* const> comms, std::span<cons
   }
   for (size_t i = 0; i < comms.size(); ++i)
     if (made[i] > 0)
-      ATOLL_INFO(log::kInit, "comm %p rank %d: %d new links (%d shm, %d socket), %zu in all", (void*)comms[i],
-                 comms[i]->rank, made[i], viaShm[i], made[i] - viaShm[i], comms[i]->links.table.size());
+      ATOLL_INFO(log::kInit, "comm %p rank %d: %d new links (%d shm, %d %s), %zu in all", (void*)comms[i],
+                 comms[i]->rank, made[i], viaShm[i], made[i] - viaShm[i], comms[i]->links.remote().name(),
+                 comms[i]->links.table.size());
   return result;
 }
 

@@ -17,6 +17,8 @@
 #include "core/connect.h"
 #include "core/group.h"
 #include "core/nccl_api.h"
+#include "transports/net/net_plugin.h"
+#include "transports/net/net_transport.h"
 
 namespace atl {
 
@@ -37,14 +39,39 @@ Result<ncclConfig_t> resolveConfig(const ncclConfig_t* user) {
 namespace {
 
 // What a rank publishes at the rendezvous starts with this; bump it when the record changes.
-constexpr uint32_t kPublishedVersion = 1;
+constexpr uint32_t kPublishedVersion = 2;
 
-Status checkNetSelection(const ncclConfig_t& cfg) {
+/// The plugin net that carries links to other hosts, or null for the built-in socket transport.
+/// As NCCL: NCCL_NET (or config.netName) names a net, case-insensitively, among the plugins that
+/// NCCL_NET_PLUGIN's search found and then the built-in "Socket"; unset, the first plugin found
+/// wins, else Socket.
+Result<net::PluginNet*> selectNet(const ncclConfig_t& cfg) {
   const std::string& env = params::getString(params::Id::Net);
-  const char* want = cfg.netName ? cfg.netName : (env.empty() ? nullptr : env.c_str());
-  if (want != nullptr && strcasecmp(want, "Socket") != 0)
-    return ATOLL_ERROR(ncclInvalidArgument, "network '%s' requested (NCCL_NET / config.netName) but only 'Socket' is available",
-                       want);
+  const std::string want = cfg.netName ? cfg.netName : env;
+  const net::LoadResult& loaded = net::processNets();
+  if (net::PluginNet* n = net::pickNet(loaded, want)) return n;
+  if (want.empty() || strcasecmp(want.c_str(), "Socket") == 0) return static_cast<net::PluginNet*>(nullptr);
+  std::string have = "Socket";
+  for (const auto& n : loaded.nets) have += ", " + n->name();
+  return ATOLL_ERROR(ncclInvalidArgument,
+                     "network '%s' requested (NCCL_NET / config.netName) but the nets available are: %s "
+                     "(NCCL_NET_PLUGIN finds plugins; atoll-info --net lists them)",
+                     want.c_str(), have.c_str());
+}
+
+/// A rank's peers must all reach other hosts the same way: a net link needs a net at both ends.
+Status checkSameNet(const transport::Context& ctx) {
+  const transport::PeerInfo& me = ctx.peers[static_cast<size_t>(ctx.rank)];
+  for (const transport::PeerInfo& p : ctx.peers) {
+    const bool mine = (me.flags & transport::kPeerHasNet) != 0, theirs = (p.flags & transport::kPeerHasNet) != 0;
+    if (mine != theirs || (mine && strcasecmp(me.netName, p.netName) != 0)) {
+      auto what = [](bool net, const char* name) {
+        return net ? "plugin net '" + std::string(name) + "'" : std::string("the built-in socket transport");
+      };
+      return ATOLL_ERROR(ncclInvalidUsage,
+                         "rank %d uses %s but rank %d uses %s: set NCCL_NET and NCCL_NET_PLUGIN alike on every rank", ctx.rank, what(mine, me.netName).c_str(), p.rank, what(theirs, p.netName).c_str());
+    }
+  }
   return Status::Ok();
 }
 
@@ -62,7 +89,7 @@ Status initComm(ncclComm* comm, int nranks, std::span<const ncclUniqueId> ids, i
   comm->nranks = nranks;
   comm->config = config;
   if (config.commName) comm->name = config.commName;
-  ATOLL_CHECK(checkNetSelection(config));
+  ATOLL_ASSIGN_OR_RETURN(net::PluginNet* pluginNet, selectNet(config));
   ATOLL_ASSIGN_OR_RETURN(comm->device, device::select());
   net::raiseFdLimit();  // as NCCL does: links and bootstrap messages each hold a descriptor
 
@@ -77,7 +104,14 @@ Status initComm(ncclComm* comm, int nranks, std::span<const ncclUniqueId> ids, i
   me.flags = peerFlags(!params::getBool(params::Id::ShmDisable));
   std::string host = hostName();
   std::strncpy(me.hostname, host.c_str(), sizeof(me.hostname) - 1);
-  ATOLL_ASSIGN_OR_RETURN(comm->links.socket, transport::createSocketTransport(bindAddr, &me));
+  if (pluginNet != nullptr) {
+    // One device per rank, spread over the net's devices by the rank's device index.
+    const int dev = std::max(comm->cudaDev, 0) % static_cast<int>(pluginNet->devices().size());
+    ATOLL_ASSIGN_OR_RETURN(comm->links.net, net::createNetTransport(pluginNet, dev, &me));
+    comm->links.netDevice = &pluginNet->devices()[static_cast<size_t>(dev)];
+  } else {
+    ATOLL_ASSIGN_OR_RETURN(comm->links.socket, transport::createSocketTransport(bindAddr, &me));
+  }
   comm->links.shm = transport::createShmTransport();
 
   // What every rank publishes at the rendezvous: how to reach it, where it runs, and whether it
@@ -124,12 +158,14 @@ Status initComm(ncclComm* comm, int nranks, std::span<const ncclUniqueId> ids, i
       static_cast<int>(std::clamp<int64_t>(params::getInt(params::Id::HeartbeatTimeoutMs), 1, 1 << 30));
   ctx.abort = &comm->abortFlag;
   ATOLL_CHECK(comm->links.shm->attach(comm->links.contextPtr));
-  ATOLL_CHECK(comm->links.socket->attach(comm->links.contextPtr));
+  ATOLL_CHECK(checkSameNet(ctx));
+  ATOLL_CHECK(comm->links.remote().attach(comm->links.contextPtr));
   comm->links.nchannels = channelCount();
   ATOLL_CHECK(connectAtInit(comm));
   ATOLL_CHECK(buildCommTopology(comm, where));
-  ATOLL_INFO(log::kInit, "comm %p rank %d nranks %d device %s interface %s ready", (void*)comm, rank, nranks,
-             comm->device->name(), ifname.c_str());
+  ATOLL_INFO(log::kInit, "comm %p rank %d nranks %d device %s %s %s ready", (void*)comm, rank, nranks,
+             comm->device->name(), comm->links.net ? "over" : "interface",
+             comm->links.net ? comm->links.net->name() : ifname.c_str());
   return Status::Ok();
 }
 

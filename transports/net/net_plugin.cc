@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "base/debug.h"
+#include "base/params.h"
 #include "transports/net/net_abi.h"
 
 namespace atl::net {
@@ -85,6 +86,16 @@ ncclResult_t PluginNet::visit(F&& f) {
 
 Status PluginNet::check(ncclResult_t r, const char* what) const {
   if (r == ncclSuccess) return Status::Ok();
+  if (r == ncclRemoteError) {
+    // The peer is gone, which is how links end too: the plugin said why in its own log, and the
+    // transport raises it where a call waits on that peer.
+    char msg[512];
+    std::snprintf(msg, sizeof(msg), "net plugin %s (%s, v%d): %s failed: %s", name_.c_str(), library_.c_str(), version_,
+                  what, ncclGetErrorString(r));
+    ATOLL_INFO(log::kNet, "%s", msg);
+    restoreLastError(msg);
+    return Status(r);
+  }
   return ATOLL_ERROR(r, "net plugin %s (%s, v%d): %s failed: %s", name_.c_str(), library_.c_str(), version_, what,
                      ncclGetErrorString(r));
 }
@@ -346,6 +357,17 @@ PluginNet* pickNet(const LoadResult& loaded, const std::string& want) {
   for (const auto& n : loaded.nets)
     if (want.empty() || strcasecmp(n->name().c_str(), want.c_str()) == 0) return n.get();
   return nullptr;
+}
+
+}  // namespace atl::net
+
+namespace atl::net {
+
+const LoadResult& processNets() {
+  // Static and never torn down: plugins stay loaded for the process (NCCL never unloads them
+  // either, and some are not safe to dlclose), and every communicator shares their instances.
+  static const LoadResult* loaded = new LoadResult(loadPlugins(params::getString(params::Id::NetPlugin)));
+  return *loaded;
 }
 
 }  // namespace atl::net

@@ -96,6 +96,8 @@ struct LoadResult {
 
 /// Runs the search for `pluginList` (NCCL_NET_PLUGIN's value; empty = unset).
 LoadResult loadPlugins(const std::string& pluginList);
+/// The search for NCCL_NET_PLUGIN, run by the first caller in the process (what communicators use).
+const LoadResult& processNets();
 /// The net named `want` (case-insensitive), or the first when `want` is empty; null if none.
 PluginNet* pickNet(const LoadResult& loaded, const std::string& want);
 

@@ -126,7 +126,7 @@ ssize_t io(int fd, bool out, void* p, size_t n, int* err) {
     const ssize_t r = out ? ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) : ::recv(fd, p, n, MSG_DONTWAIT);
     if (r > 0) return r;
     if (r == 0 && !out) {
-      *err = ECONNRESET;  // orderly close mid-stream: the peer is gone
+      *err = ESHUTDOWN;  // orderly close: the peer closed its end (or exited)
       return -1;
     }
     if (r < 0 && errno == EINTR) continue;
@@ -136,9 +136,19 @@ ssize_t io(int fd, bool out, void* p, size_t n, int* err) {
   }
 }
 
-ncclResult_t fail(Comm* c, const char* what, int err) {
-  if (c->error == ncclSuccess)
-    c->error = ATOLL_ERROR(ncclRemoteError, "net Socket: %s failed: %s (peer gone?)", what, std::strerror(err)).code();
+ncclResult_t fail(Comm* c, const char* what, int err, bool betweenMessages = false) {
+  if (c->error != ncclSuccess) return c->error;
+  if (err == ESHUTDOWN && betweenMessages) {
+    // A peer that closes between messages is how every link ends (its communicator was
+    // destroyed): an error for whoever still waits here, but no warning.
+    ATOLL_INFO(log::kNet, "net Socket: the peer closed the connection");
+    restoreLastError("net Socket: the peer closed the connection (its communicator is gone)");
+    c->error = ncclRemoteError;
+  } else {
+    c->error = ATOLL_ERROR(ncclRemoteError, "net Socket: %s failed: %s (peer gone?)", what,
+                           err == ESHUTDOWN ? "connection closed mid-message" : std::strerror(err))
+                   .code();
+  }
   return c->error;
 }
 
@@ -171,7 +181,7 @@ ncclResult_t progressRecv(RecvComm* c) {
     if (!c->inPayload) {
       const ssize_t r = io(c->fd.get(), false, reinterpret_cast<char*>(&c->frame) + c->frameGot,
                            sizeof(Frame) - c->frameGot, &err);
-      if (r < 0) return fail(c, "recv", err);
+      if (r < 0) return fail(c, "recv", err, c->frameGot == 0);
       if (r == 0) return ncclSuccess;
       c->frameGot += static_cast<size_t>(r);
       if (c->frameGot < sizeof(Frame)) continue;
@@ -360,7 +370,8 @@ ncclResult_t isend(void* sendComm, void* data, size_t size, int tag, void*, void
   if (r == nullptr) return ncclSuccess;
   c->ops.push_back(SendOp{Frame{static_cast<uint32_t>(tag), 0, size}, static_cast<const char*>(data), 0, r});
   *request = r;
-  return progressSend(c);
+  (void)progressSend(c);  // posted either way; a failure is reported by test()
+  return ncclSuccess;
 }
 
 ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int* tags, void**, void**, void** request) {
@@ -372,7 +383,8 @@ ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int* tags,
   if (r == nullptr) return ncclSuccess;
   for (int i = 0; i < n; ++i) c->slots.push_back(RecvSlot{static_cast<char*>(data[i]), sizes[i], tags[i], i, r});
   *request = r;
-  return progressRecv(c);
+  (void)progressRecv(c);  // posted either way; a failure is reported by test()
+  return ncclSuccess;
 }
 
 ncclResult_t iflush(void*, int, void**, int*, void**, void** request) {
@@ -384,13 +396,13 @@ ncclResult_t test(void* request, int* done, int* sizes) {
   auto* r = static_cast<Request*>(request);
   Comm* c = r->comm;
   const ncclResult_t e = r->send ? progressSend(static_cast<SendComm*>(c)) : progressRecv(static_cast<RecvComm*>(c));
-  if (e != ncclSuccess) return e;
+  // A request that completed before the comm failed is reported done: one progress call fills
+  // several receives and may then meet the peer's close, and what came before it is the peer's.
   *done = r->finished == r->n ? 1 : 0;
-  if (*done) {
-    if (sizes != nullptr)
-      for (int i = 0; i < r->n; ++i) sizes[i] = r->sizes[i];
-    r->used = false;
-  }
+  if (!*done) return e;
+  if (sizes != nullptr)
+    for (int i = 0; i < r->n; ++i) sizes[i] = r->sizes[i];
+  r->used = false;
   return ncclSuccess;
 }
 

@@ -1,0 +1,51 @@
+# Collective data over a plugin net (transports/net/net_transport): with NCCL_SHM_DISABLE=1 every
+# link goes through the plugin. Atoll's Socket net (libnccl-net-atoll.so) between processes, the
+# in-tree test plugin (connect/accept that need retries, every other isend/irecv refused with a
+# null request) between thread-ranks as ABI v8 and v11, a rank killed or stopped mid-collective,
+# one-sided puts, and the two ways to get the network wrong.
+set(ATOLL_NET_SOCKET_ENV "NCCL_SHM_DISABLE=1;NCCL_NET_PLUGIN=$<TARGET_FILE:nccl_net_atoll>")
+atoll_coll_test(coll_procs_net_3 150 --procs 3)
+atoll_coll_test(coll_procs_net_5 150 --procs 5 --quick)
+set_tests_properties(coll_procs_net_3 coll_procs_net_5 PROPERTIES LABELS "integration;coll;net"
+                     ENVIRONMENT "${ATOLL_NET_SOCKET_ENV};ATOLL_BOOTSTRAP_TIMEOUT_MS=20000")
+foreach(v 8 11)
+  atoll_coll_test(coll_threads_net_v${v}_3 150 --threads 3 --quick)
+  # NCCL_NET picks the test plugin by name, case-insensitively.
+  set_tests_properties(coll_threads_net_v${v}_3 PROPERTIES LABELS "integration;coll;net"
+                       ENVIRONMENT "NCCL_SHM_DISABLE=1;NCCL_NET=atolltest;NCCL_NET_PLUGIN=$<TARGET_FILE:atoll_testnet_v${v}>;ATOLL_BOOTSTRAP_TIMEOUT_MS=20000")
+endforeach()
+
+foreach(cfg "net_4;2;;" "stopped_net_4;1;ATOLL_TIMEOUT_MS=1000;--stop" "shrink_net_4;0;;--shrink")
+  list(GET cfg 0 name)
+  list(GET cfg 1 victim)
+  list(GET cfg 2 env)
+  list(GET cfg 3 mode)
+  set(limit ${ATOLL_FAULT_LIMIT_MS})
+  if(mode STREQUAL "--stop")
+    math(EXPR limit "${limit} + 1000")
+  endif()
+  add_test(NAME fault_dead_peer_${name} COMMAND dead_peer --ranks 4 --victim ${victim} --limit-ms ${limit} ${mode})
+  set_tests_properties(fault_dead_peer_${name} PROPERTIES TIMEOUT 150 LABELS "fault;net" RUN_SERIAL TRUE
+                       ENVIRONMENT "${ATOLL_NET_SOCKET_ENV};${env}")
+endforeach()
+
+add_test(NAME one_sided_net_3 COMMAND one_sided --ranks 3 --limit-ms ${ATOLL_ONE_SIDED_LIMIT_MS})
+add_test(NAME one_sided_kill_net_3 COMMAND one_sided --ranks 3 --limit-ms ${ATOLL_ONE_SIDED_LIMIT_MS} --kill)
+set_tests_properties(one_sided_net_3 one_sided_kill_net_3 PROPERTIES TIMEOUT 120 LABELS "integration;net"
+                     ENVIRONMENT "${ATOLL_NET_SOCKET_ENV}")
+
+# A net nobody loaded: init fails on every rank, naming what is there.
+add_test(NAME net_unknown_name
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/expect_status.sh
+                 -m "network 'NoSuch' requested .* the nets available are: Socket, AtollTest" -x "passed, 0 failed"
+                 1 $<TARGET_FILE:coll_check> --procs 2 --quick --timeout 60)
+set_tests_properties(net_unknown_name PROPERTIES TIMEOUT 90 LABELS "net"
+                     ENVIRONMENT "NCCL_NET=NoSuch;NCCL_NET_PLUGIN=$<TARGET_FILE:atoll_testnet_v8>")
+# Ranks that disagree on the net: a clear error at init on both.
+add_test(NAME net_mismatch COMMAND ${CMAKE_CURRENT_LIST_DIR}/net_mismatch.sh $<TARGET_FILE:all_reduce_perf>
+                                   $<TARGET_FILE:nccl_net_atoll>)
+set_tests_properties(net_mismatch PROPERTIES TIMEOUT 90 LABELS "net")
+
+add_executable(test_net_transport ${CMAKE_CURRENT_LIST_DIR}/test_net_transport.cc)
+target_link_libraries(test_net_transport PRIVATE atoll_static GTest::gtest_main)
+gtest_discover_tests(test_net_transport DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;net" TIMEOUT 60)

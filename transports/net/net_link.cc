@@ -1,0 +1,222 @@
+#include "transports/net/net_link.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "base/debug.h"
+#include "transports/net/net_abi.h"
+
+namespace atl::net {
+
+NetLink::NetLink(const Ends& ends, int rank, int peer, int channel, size_t cap)
+    : ends_(ends), rank_(rank), peer_(peer), channel_(channel) {
+  // Chunks are whole words, no larger than the plugin takes in one message, and the ring is a
+  // whole number of them.
+  size_t chunk = std::max<size_t>(cap / kChunks, 4096) / 8 * 8;
+  if (ends.maxMessage > 0) chunk = std::min(chunk, ends.maxMessage / 8 * 8);
+  chunk_ = std::max<size_t>(chunk, 8);
+  cap_ = chunk_ * kChunks;
+  sendRing_ = std::make_unique<std::byte[]>(cap_);
+  recvRing_ = std::make_unique<std::byte[]>(cap_);
+}
+
+Result<std::unique_ptr<NetLink>> NetLink::create(const Ends& ends, int rank, int peer, int channel, size_t bufferBytes) {
+  std::unique_ptr<NetLink> link(new NetLink(ends, rank, peer, channel, bufferBytes));
+  NetLink* l = link.get();
+  Status s = ends.proxy->call([l] { return l->registerRings(); });
+  if (!s.ok()) return s;  // the destructor closes the comms
+  ends.proxy->add(l);
+  return link;
+}
+
+Status NetLink::registerRings() {
+  ATOLL_CHECK(ends_.net->regMr(ends_.sendComm, sendRing_.get(), cap_, abi::kPtrHost, &sendMr_));
+  return ends_.net->regMr(ends_.recvComm, recvRing_.get(), cap_, abi::kPtrHost, &recvMr_);
+}
+
+NetLink::~NetLink() {
+  // The engine counts bytes as sent once they are in the ring; a socket's kernel buffer outlives
+  // its close, the ring does not. So the last bytes go out before the comms close, unless the link
+  // is broken or shut down (then the peer is told by the close), bounded by kFlushTimeout.
+  const auto until = std::chrono::steady_clock::now() + kFlushTimeout;
+  while (err_.load(std::memory_order_acquire) == ncclSuccess && !shut_.load(std::memory_order_acquire) &&
+         sendDone_.load(std::memory_order_acquire) < sendHead_.load(std::memory_order_relaxed) &&
+         std::chrono::steady_clock::now() < until) {
+    ends_.proxy->kick();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  ends_.proxy->remove(this);
+  (void)ends_.proxy->call([this] {
+    closeComms();
+    return Status::Ok();
+  });
+}
+
+void NetLink::closeComms() {
+  // Requests still in flight die with their comm (NCCL closes the same way on abort).
+  if (ends_.sendComm != nullptr) {
+    if (sendMr_ != nullptr) (void)ends_.net->deregMr(ends_.sendComm, sendMr_);
+    (void)ends_.net->closeSend(ends_.sendComm);
+  }
+  if (ends_.recvComm != nullptr) {
+    if (recvMr_ != nullptr) (void)ends_.net->deregMr(ends_.recvComm, recvMr_);
+    (void)ends_.net->closeRecv(ends_.recvComm);
+  }
+  ends_.sendComm = ends_.recvComm = nullptr;
+  sendMr_ = recvMr_ = nullptr;
+}
+
+void NetLink::fail(ncclResult_t code, const std::string& why) {
+  if (err_.load(std::memory_order_relaxed) != ncclSuccess) return;
+  why_ = why;
+  err_.store(code, std::memory_order_release);
+}
+
+Status NetLink::error() const {
+  if (shut_.load(std::memory_order_acquire))
+    return ATOLL_ERROR(ncclRemoteError, "rank %d: net link to rank %d (channel %d) was shut down", rank_, peer_, channel_);
+  const int code = err_.load(std::memory_order_acquire);
+  if (code == ncclSuccess) return Status::Ok();
+  return ATOLL_ERROR(static_cast<ncclResult_t>(code), "rank %d: net link to rank %d (%s, channel %d, net %s) failed: %s",
+                     rank_, peer_, ends_.peerWhere.c_str(), channel_, ends_.net->name().c_str(), why_.c_str());
+}
+
+Result<size_t> NetLink::send(const void* data, size_t n) {
+  ATOLL_CHECK(error());
+  const uint64_t head = sendHead_.load(std::memory_order_relaxed);
+  const size_t room = cap_ - static_cast<size_t>(head - sendDone_.load(std::memory_order_acquire));
+  const size_t take = std::min(n, room);
+  if (take == 0) {
+    ends_.proxy->kick();
+    return size_t{0};
+  }
+  const size_t at = static_cast<size_t>(head % cap_);
+  const size_t first = std::min(take, cap_ - at);
+  std::memcpy(sendRing_.get() + at, data, first);
+  if (take > first) std::memcpy(sendRing_.get(), static_cast<const std::byte*>(data) + first, take - first);
+  sendHead_.store(head + take, std::memory_order_release);
+  ends_.proxy->kick();
+  return take;
+}
+
+Result<std::span<const std::byte>> NetLink::peek() {
+  if (readSlot_ < recvArrived_.load(std::memory_order_acquire)) {
+    const size_t slot = static_cast<size_t>(readSlot_ % kChunks);
+    const std::byte* base = recvRing_.get() + slot * chunk_;
+    return std::span<const std::byte>(base + readOff_, static_cast<size_t>(recvSize_[slot]) - readOff_);
+  }
+  ATOLL_CHECK(error());
+  ends_.proxy->kick();
+  return std::span<const std::byte>();
+}
+
+void NetLink::consume(size_t n) {
+  readOff_ += n;
+  if (readOff_ < static_cast<size_t>(recvSize_[readSlot_ % kChunks])) return;
+  readOff_ = 0;
+  ++readSlot_;
+  recvFreed_.store(readSlot_, std::memory_order_release);
+  ends_.proxy->kick();
+}
+
+void NetLink::shutdown() {
+  shut_.store(true, std::memory_order_release);
+  ends_.proxy->kick();
+}
+
+bool NetLink::drive() {
+  if (ends_.sendComm == nullptr) return false;
+  if (shut_.load(std::memory_order_acquire)) {
+    closeComms();  // the peer's next test sees the link gone
+    return true;
+  }
+  if (err_.load(std::memory_order_relaxed) != ncclSuccess) return false;
+  const bool sent = driveSends();
+  const bool recvd = driveRecvs();
+  return sent || recvd;
+}
+
+bool NetLink::driveSends() {
+  bool moved = false;
+  // Complete in order: ring space is freed from the oldest chunk on.
+  while (sendsDone_ < sendsIssued_) {
+    InFlight& f = sends_[sendsDone_ % kChunks];
+    int done = 0;
+    Status s = ends_.net->test(f.request, 1, &done, nullptr);
+    if (!s.ok()) {
+      fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), "send: " + lastErrorMessage());
+      return true;
+    }
+    if (!done) break;
+    sendDone_.store(f.end, std::memory_order_release);
+    ++sendsDone_;
+    moved = true;
+  }
+  const uint64_t ready = sendHead_.load(std::memory_order_acquire) & ~uint64_t{7};
+  while (sendPosted_ < ready && sendsIssued_ - sendsDone_ < kChunks) {
+    const size_t at = static_cast<size_t>(sendPosted_ % cap_);
+    const size_t len = std::min({static_cast<size_t>(ready - sendPosted_), chunk_, cap_ - at});
+    void* request = nullptr;
+    Status s = ends_.net->isend(ends_.sendComm, sendRing_.get() + at, len, 0, sendMr_, &request);
+    if (!s.ok()) {
+      fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), "isend: " + lastErrorMessage());
+      return true;
+    }
+    if (request == nullptr) break;  // the plugin cannot take it yet
+    sendPosted_ += len;
+    sends_[sendsIssued_ % kChunks] = {request, sendPosted_};
+    ++sendsIssued_;
+    moved = true;
+  }
+  return moved;
+}
+
+bool NetLink::driveRecvs() {
+  bool moved = false;
+  const uint64_t freed = recvFreed_.load(std::memory_order_acquire);
+  while (recvPosted_ < freed + kChunks) {
+    const size_t slot = static_cast<size_t>(recvPosted_ % kChunks);
+    void* data = recvRing_.get() + slot * chunk_;
+    const size_t size = chunk_;
+    const int tag = 0;
+    void* request = nullptr;
+    Status s = ends_.net->irecv(ends_.recvComm, 1, &data, &size, &tag, &recvMr_, &request);
+    if (!s.ok()) {
+      fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), "irecv: " + lastErrorMessage());
+      return true;
+    }
+    if (request == nullptr) break;
+    recvs_[slot] = request;
+    ++recvPosted_;
+    moved = true;
+  }
+  uint64_t arrived = recvArrived_.load(std::memory_order_relaxed);
+  while (arrived < recvPosted_) {
+    const size_t slot = static_cast<size_t>(arrived % kChunks);
+    int done = 0, size = -1;
+    Status s = ends_.net->test(recvs_[slot], 1, &done, &size);
+    if (!s.ok()) {
+      fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), "receive: " + lastErrorMessage());
+      return true;
+    }
+    if (!done) break;
+    if (size <= 0 || size % 8 != 0 || static_cast<size_t>(size) > chunk_) {
+      // Atoll sends whole words, at least one; a plugin that does not report sizes cannot carry a stream.
+      fail(ncclSystemError, size < 0 ? "the plugin did not report a received size, which Atoll's net transport needs"
+                                     : "received " + std::to_string(size) + " bytes, not whole words of at most one chunk");
+      return true;
+    }
+    recvSize_[slot] = size;
+    recvArrived_.store(++arrived, std::memory_order_release);
+    moved = true;
+  }
+  return moved;
+}
+
+std::string NetLink::describe() const {
+  return "net " + ends_.net->name() + " link to rank " + std::to_string(peer_) + " channel " + std::to_string(channel_) +
+         " (" + std::to_string(kChunks) + " x " + std::to_string(chunk_) + " B chunks)";
+}
+
+}  // namespace atl::net
