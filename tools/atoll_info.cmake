@@ -5,6 +5,7 @@ target_include_directories(atoll-info PRIVATE ${PROJECT_SOURCE_DIR})
 target_compile_definitions(atoll-info PRIVATE ATOLL_VERSION_STRING="${PROJECT_VERSION}")
 set_target_properties(atoll-info PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 add_custom_target(update_env_doc
-  COMMAND sh -c "'$<TARGET_FILE:atoll-info>' --params --markdown > '${PROJECT_SOURCE_DIR}/docs/ENV.md'"
-  DEPENDS atoll-info
+  COMMAND sh -c "\"$1\" --params --markdown > \"$2\"" atoll-info $<TARGET_FILE:atoll-info>
+          ${PROJECT_SOURCE_DIR}/docs/ENV.md
+  DEPENDS atoll-info VERBATIM
   COMMENT "Regenerating docs/ENV.md")

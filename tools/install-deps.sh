@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
       iproute2 procps openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox libhwloc-dev hwloc
-      clang libclang-rt-14-dev libdivide-dev)
+      clang libclang-rt-14-dev libdivide-dev libucx-dev libibverbs-dev libfabric-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -39,11 +39,16 @@ ATOLL_PARAM(HostId, "NCCL_HOSTID", String, "",
 ATOLL_PARAM(ShmDisable, "NCCL_SHM_DISABLE", Bool, "0", "Disable the shared-memory transport (use sockets).")
 ATOLL_PARAM(Net, "NCCL_NET", String, "",
             "Network for links to peers on other hosts (not shared memory): the name of a plugin net found through "
-            "NCCL_NET_PLUGIN, or 'Socket' for the built-in TCP transport; unset, the first plugin net found, else Socket.")
+            "NCCL_NET_PLUGIN, a net built into Atoll ('UCX' when built with UCX), or 'Socket' for the built-in TCP "
+            "transport; unset, the first plugin net found, else Socket.")
 ATOLL_PARAM(NetPlugin, "NCCL_NET_PLUGIN", String, "",
             "External network plugins to look for, as NCCL: a comma list of paths or names (NAME also tries "
             "libnccl-net-NAME.so), 'none' for none; unset tries libnccl-net.so. atoll-info --net shows what was found; "
             "NCCL_NET picks among them.")
+ATOLL_PARAM(UcxPeerFailure, "ATOLL_UCX_PEER_FAILURE", Bool, "1",
+            "The UCX net (NCCL_NET=UCX) makes endpoints in UCX's peer-failure mode, so a dead peer is an error; "
+            "UCX 1.13 then uses only transports that support it (tcp). 0 allows every transport UCX_TLS selects "
+            "(shared memory, cma), where UCX aborts the process if a peer dies mid-transfer.")
 ATOLL_PARAM(BuffSize, "NCCL_BUFFSIZE", Size, "1048576",
             "Bytes of buffering per connection and direction (shared-memory ring, socket staging). Smaller than "
             "NCCL's 4 MiB: host rings stay cache-resident (perf/baselines: +25% shm busbw at 64 MiB).")

@@ -49,3 +49,39 @@ set_tests_properties(net_mismatch PROPERTIES TIMEOUT 90 LABELS "net")
 add_executable(test_net_transport ${CMAKE_CURRENT_LIST_DIR}/test_net_transport.cc)
 target_link_libraries(test_net_transport PRIVATE atoll_static GTest::gtest_main)
 gtest_discover_tests(test_net_transport DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;net" TIMEOUT 60)
+
+# The UCX net (transports/ucx), built in (NCCL_NET=UCX) and as libnccl-net-atoll-ucx.so: over UCX's
+# tcp, over its shared memory (which needs ATOLL_UCX_PEER_FAILURE=0), between thread-ranks, a rank
+# killed over tcp, and a UCX_TLS that peer-failure mode cannot use (a clear error, no abort).
+# UCX_MEM_EVENTS=no: the net registers no memory, so UCX need not hook the allocator (which would
+# fight the sanitizers' hooks).
+if(ATOLL_HAVE_UCX)
+  set(ATOLL_UCX_ENV "NCCL_SHM_DISABLE=1;NCCL_NET=UCX;UCX_MEM_EVENTS=no;UCX_WARN_UNUSED_ENV_VARS=n")
+  atoll_coll_test(coll_procs_ucx_tcp_3 150 --procs 3)
+  atoll_coll_test(coll_procs_ucx_shm_3 150 --procs 3 --quick)
+  atoll_coll_test(coll_threads_ucx_3 150 --threads 3 --quick)
+  atoll_coll_test(coll_procs_ucx_plugin_2 150 --procs 2 --quick)
+  set_tests_properties(coll_procs_ucx_tcp_3 coll_threads_ucx_3 PROPERTIES LABELS "integration;coll;net;ucx"
+                       ENVIRONMENT "${ATOLL_UCX_ENV};UCX_TLS=tcp;ATOLL_BOOTSTRAP_TIMEOUT_MS=20000")
+  set_tests_properties(coll_procs_ucx_shm_3 PROPERTIES LABELS "integration;coll;net;ucx"
+                       ENVIRONMENT "${ATOLL_UCX_ENV};UCX_TLS=sm,self;ATOLL_UCX_PEER_FAILURE=0;ATOLL_BOOTSTRAP_TIMEOUT_MS=20000")
+  # The standalone plugin is found first (plugins come before built-in nets) under the same name.
+  set_tests_properties(coll_procs_ucx_plugin_2 PROPERTIES LABELS "integration;coll;net;ucx"
+                       ENVIRONMENT "${ATOLL_UCX_ENV};UCX_TLS=tcp;NCCL_NET_PLUGIN=$<TARGET_FILE:nccl_net_atoll_ucx>;ATOLL_BOOTSTRAP_TIMEOUT_MS=20000")
+  add_test(NAME fault_dead_peer_ucx_4 COMMAND dead_peer --ranks 4 --victim 2 --limit-ms ${ATOLL_FAULT_LIMIT_MS})
+  set_tests_properties(fault_dead_peer_ucx_4 PROPERTIES TIMEOUT 150 LABELS "fault;net;ucx" RUN_SERIAL TRUE
+                       ENVIRONMENT "${ATOLL_UCX_ENV};UCX_TLS=tcp")
+  add_test(NAME net_ucx_no_peer_failure_transport
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/expect_status.sh
+                   -m "peer-failure mode needs a transport that supports it, such as tcp, or ATOLL_UCX_PEER_FAILURE=0"
+                   3 $<TARGET_FILE:atollrun> -np 2 $<TARGET_FILE:all_reduce_perf> -b 8 -e 8)
+  set_tests_properties(net_ucx_no_peer_failure_transport PROPERTIES TIMEOUT 90 LABELS "net;ucx"
+                       ENVIRONMENT "${ATOLL_UCX_ENV};UCX_TLS=sm,self;ATOLL_BOOTSTRAP_TIMEOUT_MS=10000")
+endif()
+
+# Between emulated hosts (network namespaces, root): every collective over each net.
+if(ATOLL_SANITIZE STREQUAL "")
+  add_test(NAME netns_nets COMMAND ${CMAKE_CURRENT_LIST_DIR}/netns_nets.sh ${CMAKE_BINARY_DIR} ${ATOLL_HAVE_UCX})
+  set_tests_properties(netns_nets PROPERTIES TIMEOUT 240 LABELS "integration;netns;net" RUN_SERIAL TRUE
+                       SKIP_RETURN_CODE 77)
+endif()

@@ -3,10 +3,11 @@
 // --topology, the detected node topology, the islands a local job would get, the transport each
 // peer class would use, and the selector's choices that follow; with --net, the network plugins
 // NCCL_NET_PLUGIN finds (transports/net/net_plugin.h) and their devices.
+#include <strings.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <strings.h>
 #include <string>
 #include <vector>
 
@@ -140,7 +141,7 @@ int printTopology(int nranks) {
 int printNets() {
   const std::string& list = params::getString(params::Id::NetPlugin);
   std::printf("Net plugins (NCCL_NET_PLUGIN=%s):\n", list.empty() ? "(unset)" : list.c_str());
-  const atl::net::LoadResult loaded = atl::net::loadPlugins(list);
+  const atl::net::LoadResult loaded = atl::net::loadNets(list);
   for (const std::string& line : loaded.tried) std::printf("  tried %s\n", line.c_str());
   for (const auto& net : loaded.nets) {
     std::printf("%s (v%d, %s):\n", net->name().c_str(), net->version(), net->library().c_str());
@@ -155,8 +156,14 @@ int printNets() {
                   p.railId >= 0 ? (" rail " + std::to_string(p.railId)).c_str() : "");
     }
   }
-  std::printf("Built in: Socket (used for peers on other hosts). Plugin devices are listed, not yet used for "
-              "data.\n");
+  std::printf("Built in: Socket (Atoll's TCP transport).\n");
+  const std::string& want = params::getString(params::Id::Net);
+  const atl::net::PluginNet* pick = atl::net::pickNet(loaded, want);
+  std::printf("Links between hosts use: %s (NCCL_NET=%s)\n",
+              pick != nullptr ? pick->name().c_str()
+              : want.empty() || strcasecmp(want.c_str(), "Socket") == 0 ? "Socket"
+                                                                         : "nothing: no net has that name",
+              want.empty() ? "(unset)" : want.c_str());
   return 0;
 }
 

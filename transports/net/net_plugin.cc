@@ -11,6 +11,9 @@
 #include "base/debug.h"
 #include "base/params.h"
 #include "transports/net/net_abi.h"
+#ifdef ATOLL_HAVE_UCX
+#include "transports/ucx/ucx_net.h"
+#endif
 
 namespace atl::net {
 namespace {
@@ -72,6 +75,7 @@ bool fitsInt(size_t n) { return n <= static_cast<size_t>(INT_MAX); }
 
 template <class F>
 ncclResult_t PluginNet::visit(F&& f) {
+  clearLastError();  // so check() can tell what a built-in net (sharing our error slot) said
   switch (version_) {
     case 6: return f(*static_cast<const abi::Net6*>(table_));
     case 7: return f(*static_cast<const abi::Net7*>(table_));
@@ -86,18 +90,19 @@ ncclResult_t PluginNet::visit(F&& f) {
 
 Status PluginNet::check(ncclResult_t r, const char* what) const {
   if (r == ncclSuccess) return Status::Ok();
+  // A net built into Atoll left its reason in this thread's error slot; a plugin logged its own.
+  const std::string said = lastErrorMessage();
+  char msg[1024];
+  std::snprintf(msg, sizeof(msg), "net plugin %s (%s, v%d): %s failed: %s%s%s", name_.c_str(), library_.c_str(), version_,
+                what, ncclGetErrorString(r), said.empty() ? "" : ": ", said.c_str());
   if (r == ncclRemoteError) {
-    // The peer is gone, which is how links end too: the plugin said why in its own log, and the
-    // transport raises it where a call waits on that peer.
-    char msg[512];
-    std::snprintf(msg, sizeof(msg), "net plugin %s (%s, v%d): %s failed: %s", name_.c_str(), library_.c_str(), version_,
-                  what, ncclGetErrorString(r));
+    // The peer is gone, which is how links end too: the transport raises it where a call waits
+    // on that peer.
     ATOLL_INFO(log::kNet, "%s", msg);
     restoreLastError(msg);
     return Status(r);
   }
-  return ATOLL_ERROR(r, "net plugin %s (%s, v%d): %s failed: %s", name_.c_str(), library_.c_str(), version_, what,
-                     ncclGetErrorString(r));
+  return ATOLL_ERROR(r, "%s", msg);
 }
 
 PluginNet::~PluginNet() {
@@ -274,6 +279,21 @@ struct Loader {
       note("%s: no ncclNetPlugin_v6 .. v12 symbol", lib.c_str());
       return;  // left loaded: unloading libraries that may have started threads is not safe
     }
+    adopt(std::move(net));
+  }
+
+  /// A net compiled into Atoll, served through the same ABI (selected by name only).
+  void addBuiltin(const abi::Net11* table) {
+    std::unique_ptr<PluginNet> net(new PluginNet());
+    net->library_ = "built-in";
+    net->table_ = table;
+    net->version_ = 11;
+    net->builtin_ = true;
+    adopt(std::move(net));
+  }
+
+  void adopt(std::unique_ptr<PluginNet> net) {
+    const std::string& lib = net->library_;
     const char* declared = *static_cast<const char* const*>(net->table_);  // `name` comes first in every version
     net->name_ = declared != nullptr ? declared : "(unnamed)";
     // init, then the name again: a plugin may rewrite its struct (and name) in init.
@@ -355,8 +375,20 @@ LoadResult loadPlugins(const std::string& pluginList) {
 
 PluginNet* pickNet(const LoadResult& loaded, const std::string& want) {
   for (const auto& n : loaded.nets)
-    if (want.empty() || strcasecmp(n->name().c_str(), want.c_str()) == 0) return n.get();
+    if ((want.empty() && !n->builtin()) || (!want.empty() && strcasecmp(n->name().c_str(), want.c_str()) == 0))
+      return n.get();
   return nullptr;
+}
+
+LoadResult loadNets(const std::string& pluginList) {
+  LoadResult r = loadPlugins(pluginList);
+#ifdef ATOLL_HAVE_UCX
+  Loader builtins;
+  builtins.addBuiltin(&kUcxNet);
+  for (auto& n : builtins.result.nets) r.nets.push_back(std::move(n));
+  for (auto& t : builtins.result.tried) r.tried.push_back(std::move(t));
+#endif
+  return r;
 }
 
 }  // namespace atl::net
@@ -366,7 +398,7 @@ namespace atl::net {
 const LoadResult& processNets() {
   // Static and never torn down: plugins stay loaded for the process (NCCL never unloads them
   // either, and some are not safe to dlclose), and every communicator shares their instances.
-  static const LoadResult* loaded = new LoadResult(loadPlugins(params::getString(params::Id::NetPlugin)));
+  static const LoadResult* loaded = new LoadResult(loadNets(params::getString(params::Id::NetPlugin)));
   return *loaded;
 }
 

@@ -53,6 +53,8 @@ class PluginNet {
   const std::string& name() const { return name_; }
   const std::string& library() const { return library_; }
   int version() const { return version_; }
+  /// Compiled into Atoll (the UCX net): picked only when NCCL_NET names it.
+  bool builtin() const { return builtin_; }
   const std::vector<DeviceProps>& devices() const { return devices_; }
 
   /// Writes at most abi::kHandleMaxSize bytes to `handle`, for the peer's connect().
@@ -83,6 +85,7 @@ class PluginNet {
   std::string name_;
   std::string library_;
   int version_ = 0;
+  bool builtin_ = false;
   const void* table_ = nullptr;  // the library's ncclNetPlugin_v<version_>
   void* ctx_ = nullptr;          // v11+: the context init returned
   std::vector<DeviceProps> devices_;
@@ -96,9 +99,12 @@ struct LoadResult {
 
 /// Runs the search for `pluginList` (NCCL_NET_PLUGIN's value; empty = unset).
 LoadResult loadPlugins(const std::string& pluginList);
-/// The search for NCCL_NET_PLUGIN, run by the first caller in the process (what communicators use).
+/// loadPlugins, then the nets built into Atoll (UCX when built with it), which follow the plugins.
+LoadResult loadNets(const std::string& pluginList);
+/// loadNets for NCCL_NET_PLUGIN, run by the first caller in the process (what communicators use).
 const LoadResult& processNets();
-/// The net named `want` (case-insensitive), or the first when `want` is empty; null if none.
+/// The net named `want` (case-insensitive), or the first plugin (not built-in) when `want` is
+/// empty; null if none.
 PluginNet* pickNet(const LoadResult& loaded, const std::string& want);
 
 }  // namespace atl::net
