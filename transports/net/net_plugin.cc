@@ -11,9 +11,6 @@
 #include "base/debug.h"
 #include "base/params.h"
 #include "transports/net/net_abi.h"
-#ifdef ATOLL_HAVE_UCX
-#include "transports/ucx/ucx_net.h"
-#endif
 
 namespace atl::net {
 namespace {
@@ -282,14 +279,35 @@ struct Loader {
     adopt(std::move(net));
   }
 
-  /// A net compiled into Atoll, served through the same ABI (selected by name only).
-  void addBuiltin(const abi::Net11* table) {
-    std::unique_ptr<PluginNet> net(new PluginNet());
-    net->library_ = "built-in";
-    net->table_ = table;
-    net->version_ = 11;
-    net->builtin_ = true;
-    adopt(std::move(net));
+  /// Atoll's own plugin library `file` (the UCX net), looked for beside the library or program
+  /// this code is in, then where the build made it, then on the loader's path; selected by name only.
+  void loadOwn(const std::string& file, const char* built) {
+    std::vector<std::string> where;
+    Dl_info self{};
+    if (dladdr(reinterpret_cast<void*>(&processNets), &self) != 0 && self.dli_fname != nullptr) {
+      const std::string me = self.dli_fname;
+      const size_t slash = me.rfind('/');
+      if (slash != std::string::npos) where.push_back(me.substr(0, slash + 1) + file);
+    }
+    if (built != nullptr) where.emplace_back(built);
+    where.push_back(file);
+    for (const std::string& path : where) {
+      void* dl = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (dl == nullptr) continue;
+      std::unique_ptr<PluginNet> net(new PluginNet());
+      net->library_ = path;
+      net->table_ = dlsym(dl, "ncclNetPlugin_v11");
+      net->version_ = 11;
+      net->builtin_ = true;
+      if (net->table_ == nullptr) {
+        note("%s: no ncclNetPlugin_v11 symbol", path.c_str());
+        return;
+      }
+      adopt(std::move(net));
+      return;
+    }
+    note("%s: not found beside %s, in the build tree or on the loader's path", file.c_str(),
+         self.dli_fname != nullptr ? self.dli_fname : "this library");
   }
 
   void adopt(std::unique_ptr<PluginNet> net) {
@@ -380,25 +398,28 @@ PluginNet* pickNet(const LoadResult& loaded, const std::string& want) {
   return nullptr;
 }
 
-LoadResult loadNets(const std::string& pluginList) {
+LoadResult loadNets(const std::string& pluginList, bool withBuiltins) {
   LoadResult r = loadPlugins(pluginList);
-#ifdef ATOLL_HAVE_UCX
-  Loader builtins;
-  builtins.addBuiltin(&kUcxNet);
-  for (auto& n : builtins.result.nets) r.nets.push_back(std::move(n));
-  for (auto& t : builtins.result.tried) r.tried.push_back(std::move(t));
+  if (!withBuiltins) return r;
+#ifdef ATOLL_UCX_PLUGIN_BUILT
+  const char* built = ATOLL_UCX_PLUGIN_BUILT;
+#else
+  const char* built = nullptr;  // a build without UCX: the plugin may still be installed
 #endif
+  Loader own;
+  own.loadOwn("libnccl-net-atoll-ucx.so", built);
+  for (auto& n : own.result.nets) r.nets.push_back(std::move(n));
+  for (auto& t : own.result.tried) r.tried.push_back(std::move(t));
   return r;
 }
-
-}  // namespace atl::net
-
-namespace atl::net {
 
 const LoadResult& processNets() {
   // Static and never torn down: plugins stay loaded for the process (NCCL never unloads them
   // either, and some are not safe to dlclose), and every communicator shares their instances.
-  static const LoadResult* loaded = new LoadResult(loadNets(params::getString(params::Id::NetPlugin)));
+  // Built-in nets start only when NCCL_NET names one: UCX opens its transports at init, which a
+  // job on the socket transport should not pay for.
+  static const LoadResult* loaded = new LoadResult(loadNets(
+      params::getString(params::Id::NetPlugin), strcasecmp(params::getString(params::Id::Net).c_str(), "UCX") == 0));
   return *loaded;
 }
 

@@ -53,7 +53,7 @@ class PluginNet {
   const std::string& name() const { return name_; }
   const std::string& library() const { return library_; }
   int version() const { return version_; }
-  /// Compiled into Atoll (the UCX net): picked only when NCCL_NET names it.
+  /// One of Atoll's own nets that the host loads by itself (the UCX net): picked only by name.
   bool builtin() const { return builtin_; }
   const std::vector<DeviceProps>& devices() const { return devices_; }
 
@@ -99,9 +99,11 @@ struct LoadResult {
 
 /// Runs the search for `pluginList` (NCCL_NET_PLUGIN's value; empty = unset).
 LoadResult loadPlugins(const std::string& pluginList);
-/// loadPlugins, then the nets built into Atoll (UCX when built with it), which follow the plugins.
-LoadResult loadNets(const std::string& pluginList);
-/// loadNets for NCCL_NET_PLUGIN, run by the first caller in the process (what communicators use).
+/// loadPlugins, then (withBuiltins) Atoll's own UCX net, from libnccl-net-atoll-ucx.so beside this
+/// library, in the build tree, or on the loader's path (a plugin, so that UCX loads only when used).
+LoadResult loadNets(const std::string& pluginList, bool withBuiltins);
+/// loadNets for NCCL_NET_PLUGIN, run by the first caller in the process (what communicators use);
+/// built-in nets only when NCCL_NET names one.
 const LoadResult& processNets();
 /// The net named `want` (case-insensitive), or the first plugin (not built-in) when `want` is
 /// empty; null if none.

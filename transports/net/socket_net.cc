@@ -12,6 +12,7 @@
 #include "base/debug.h"
 #include "base/params.h"
 #include "base/socket.h"
+#include "transports/net/host_net_common.h"
 
 namespace atl::net {
 namespace {
@@ -120,21 +121,7 @@ struct ListenComm {
   std::deque<PendingAccept> pending;
 };
 
-/// One non-blocking transfer; bytes moved, 0 when the socket would block, or -1 with `err` set.
-ssize_t io(int fd, bool out, void* p, size_t n, int* err) {
-  for (;;) {
-    const ssize_t r = out ? ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) : ::recv(fd, p, n, MSG_DONTWAIT);
-    if (r > 0) return r;
-    if (r == 0 && !out) {
-      *err = ESHUTDOWN;  // orderly close: the peer closed its end (or exited)
-      return -1;
-    }
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-    *err = r < 0 ? errno : EPIPE;
-    return -1;
-  }
-}
+using hostnet::io;
 
 ncclResult_t fail(Comm* c, const char* what, int err, bool betweenMessages = false) {
   if (c->error != ncclSuccess) return c->error;
@@ -353,14 +340,6 @@ ncclResult_t accept(void* listenComm, void** recvComm, abi::DeviceHandle**) {
   return ncclSuccess;
 }
 
-ncclResult_t regMr(void*, void* data, size_t size, int type, void** mhandle) {
-  if (type != abi::kPtrHost || (data == nullptr && size > 0)) return ncclInvalidArgument;
-  *mhandle = data != nullptr ? data : reinterpret_cast<void*>(1);  // nothing to register for sockets
-  return ncclSuccess;
-}
-ncclResult_t regMrDmaBuf(void*, void*, size_t, int, uint64_t, int, void**) { return ncclInvalidUsage; }
-ncclResult_t deregMr(void*, void*) { return ncclSuccess; }
-
 ncclResult_t isend(void* sendComm, void* data, size_t size, int tag, void*, void*, void** request) {
   *request = nullptr;
   auto* c = static_cast<SendComm*>(sendComm);
@@ -384,11 +363,6 @@ ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int* tags,
   for (int i = 0; i < n; ++i) c->slots.push_back(RecvSlot{static_cast<char*>(data[i]), sizes[i], tags[i], i, r});
   *request = r;
   (void)progressRecv(c);  // posted either way; a failure is reported by test()
-  return ncclSuccess;
-}
-
-ncclResult_t iflush(void*, int, void**, int*, void**, void** request) {
-  *request = nullptr;  // host memory: nothing to flush
   return ncclSuccess;
 }
 
@@ -418,19 +392,15 @@ ncclResult_t closeListen(void* listenComm) {
   delete static_cast<ListenComm*>(listenComm);
   return ncclSuccess;
 }
-ncclResult_t getDeviceMr(void*, void*, void**) { return ncclInvalidUsage; }
-ncclResult_t irecvConsumed(void*, int, void*) { return ncclSuccess; }
-ncclResult_t makeVDevice(int*, abi::VDeviceProps<4>*) { return ncclInvalidUsage; }
 ncclResult_t finalize(void*) { return ncclSuccess; }
-ncclResult_t setNetAttr(void*, abi::NetAttr*) { return ncclSuccess; }
 
 }  // namespace
 
 const abi::Net11 kSocketNet = {
-    "Socket",    init,        devices, getProperties, listen,     connect,     accept,
-    regMr,       regMrDmaBuf, deregMr, isend,         irecv,      iflush,      test,
-    closeSend,   closeRecv,   closeListen, getDeviceMr, irecvConsumed, makeVDevice, finalize,
-    setNetAttr,
+    "Socket",          init,     devices,          getProperties,   listen,     connect,
+    accept,            hostnet::regMr,   hostnet::regMrDmaBuf, hostnet::deregMr, isend, irecv,
+    hostnet::iflush,   test,     closeSend,        closeRecv,       closeListen, hostnet::getDeviceMr,
+    hostnet::irecvConsumed, hostnet::makeVDevice, finalize, hostnet::setNetAttr,
 };
 
 }  // namespace atl::net

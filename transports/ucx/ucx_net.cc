@@ -20,6 +20,7 @@
 #include "base/hmac.h"
 #include "base/params.h"
 #include "base/socket.h"
+#include "transports/net/host_net_common.h"
 
 namespace atl::net {
 namespace {
@@ -140,16 +141,12 @@ struct ListenComm {
   std::deque<PendingAccept> pending;
 };
 
-/// One non-blocking transfer: bytes moved, 0 when it would block, -1 when the peer is gone.
+/// One non-blocking transfer of the handshake: bytes moved, 0 when it would block (or the dial is
+/// still under way), -1 when the peer is gone.
 ssize_t io(int fd, bool out, void* p, size_t n) {
-  for (;;) {
-    const ssize_t r = out ? ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) : ::recv(fd, p, n, MSG_DONTWAIT);
-    if (r > 0) return r;
-    if (r == 0 && !out) return -1;
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOTCONN)) return 0;
-    return -1;
-  }
+  int err = 0;
+  const ssize_t r = hostnet::io(fd, out, p, n, &err);
+  return r < 0 && err == ENOTCONN ? 0 : r;
 }
 
 void progressAll() {
@@ -165,6 +162,19 @@ void finishRequest(void* req) {
   if (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_request_cancel(gUcx->worker, req);
   while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(gUcx->worker);
   ucp_request_free(req);
+}
+
+void sendDone(void*, ucs_status_t status, void* user);
+void recvDone(void*, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user);
+
+/// Parameters of a send or receive whose completion lands in `r` (always through the callback).
+ucp_request_param_t requestParams(Request* r) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  if (r->send) p.cb.send = sendDone;
+  else p.cb.recv = recvDone;
+  p.user_data = r;
+  return p;
 }
 
 void sendDone(void*, ucs_status_t status, void* user) {
@@ -441,14 +451,6 @@ ncclResult_t accept(void* listenComm, void** recvComm, abi::DeviceHandle**) {
   return ncclSuccess;
 }
 
-ncclResult_t regMr(void*, void* data, size_t size, int type, void** mhandle) {
-  if (type != abi::kPtrHost || (data == nullptr && size > 0)) return ncclInvalidArgument;
-  *mhandle = data != nullptr ? data : reinterpret_cast<void*>(1);  // UCP registers on the fly
-  return ncclSuccess;
-}
-ncclResult_t regMrDmaBuf(void*, void*, size_t, int, uint64_t, int, void**) { return ncclInvalidUsage; }
-ncclResult_t deregMr(void*, void*) { return ncclSuccess; }
-
 ncclResult_t isend(void* sendComm, void* data, size_t size, int tag, void*, void*, void** request) {
   *request = nullptr;
   auto* c = static_cast<Comm*>(sendComm);
@@ -456,10 +458,7 @@ ncclResult_t isend(void* sendComm, void* data, size_t size, int tag, void*, void
   if (c->epError.load() != UCS_OK) return peerGone("send", ucs_status_string(static_cast<ucs_status_t>(c->epError.load())));
   Request* r = c->take(true);
   if (r == nullptr) return ncclSuccess;
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-  p.cb.send = sendDone;
-  p.user_data = r;
+  const ucp_request_param_t p = requestParams(r);
   r->length = size;
   void* s = ucp_tag_send_nbx(c->ep, data, size, c->tag ^ static_cast<uint32_t>(tag), &p);
   if (UCS_PTR_IS_ERR(s)) {
@@ -478,10 +477,7 @@ ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int* tags,
   std::lock_guard<std::mutex> lock(gLock);
   Request* r = c->take(false);
   if (r == nullptr) return ncclSuccess;
-  ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-  p.cb.recv = recvDone;
-  p.user_data = r;
+  const ucp_request_param_t p = requestParams(r);
   void* s = ucp_tag_recv_nbx(gUcx->worker, data[0], sizes[0], c->tag ^ static_cast<uint32_t>(tags[0]), ~uint64_t{0}, &p);
   if (UCS_PTR_IS_ERR(s)) {
     r->used = false;
@@ -489,11 +485,6 @@ ncclResult_t irecv(void* recvComm, int n, void** data, size_t* sizes, int* tags,
   }
   r->ucx = s;
   *request = r;
-  return ncclSuccess;
-}
-
-ncclResult_t iflush(void*, int, void**, int*, void**, void** request) {
-  *request = nullptr;  // host memory: nothing to flush
   return ncclSuccess;
 }
 
@@ -554,19 +545,15 @@ ncclResult_t closeListen(void* listenComm) {
   release();
   return ncclSuccess;
 }
-ncclResult_t getDeviceMr(void*, void*, void**) { return ncclInvalidUsage; }
-ncclResult_t irecvConsumed(void*, int, void*) { return ncclSuccess; }
-ncclResult_t makeVDevice(int*, abi::VDeviceProps<4>*) { return ncclInvalidUsage; }
 ncclResult_t finalize(void*) { return ncclSuccess; }  // the worker is the process's (see gUcx)
-ncclResult_t setNetAttr(void*, abi::NetAttr*) { return ncclSuccess; }
 
 }  // namespace
 
 const abi::Net11 kUcxNet = {
-    "UCX",       init,        devices, getProperties, listen,     connect,     accept,
-    regMr,       regMrDmaBuf, deregMr, isend,         irecv,      iflush,      test,
-    closeSend,   closeRecv,   closeListen, getDeviceMr, irecvConsumed, makeVDevice, finalize,
-    setNetAttr,
+    "UCX",             init,     devices,          getProperties,   listen,     connect,
+    accept,            hostnet::regMr,   hostnet::regMrDmaBuf, hostnet::deregMr, isend, irecv,
+    hostnet::iflush,   test,     closeSend,        closeRecv,       closeListen, hostnet::getDeviceMr,
+    hostnet::irecvConsumed, hostnet::makeVDevice, finalize, hostnet::setNetAttr,
 };
 
 }  // namespace atl::net

@@ -1,7 +1,8 @@
 // UCX as an NCCL net (ABI v11, name "UCX"): UCP tag messages over whatever transports UCX_TLS
-// selects (tcp, shared memory, cma, verbs where present). Built when libucx-dev is found
-// (ATOLL_HAVE_UCX); the host offers it as a built-in net that NCCL_NET=UCX selects, and CMake also
-// builds it alone as libnccl-net-atoll-ucx.so exporting ncclNetPlugin_v11.
+// selects (tcp, shared memory, cma, verbs where present). Built when libucx-dev is found, only as
+// libnccl-net-atoll-ucx.so (exporting ncclNetPlugin_v11), which the host loads by itself when
+// NCCL_NET=UCX: UCX's libraries install signal handlers and allocator hooks, which a process that
+// does not use UCX should not get.
 //
 // One UCP context and one worker per process, every call into them under one lock (the worker is
 // created UCS_THREAD_MODE_SERIALIZED): plugin calls come from each communicator's proxy thread,
