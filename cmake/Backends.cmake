@@ -78,8 +78,10 @@ endmacro()
 
 # hwloc: richer local topology detection (topology/); without it /sys and /proc are read directly.
 atoll_optional_pkg(HWLOC hwloc "hwloc for topology detection" libhwloc-dev)
-# UCX: the "UCX" net (transports/ucx), built in and as libnccl-net-atoll-ucx.so.
+# UCX: the "UCX" net (transports/ucx), as libnccl-net-atoll-ucx.so.
 atoll_optional_pkg(UCX ucx "UCX net" libucx-dev)
+# libibverbs: the "IB" net (transports/ib), as libnccl-net-atoll-ib.so.
+atoll_optional_pkg(IBVERBS libibverbs "ibverbs net" libibverbs-dev)
 
 message(STATUS "Atoll backends:")
 message(STATUS "  device host        : built")
@@ -91,7 +93,11 @@ if(ATOLL_HAVE_UCX)
 else()
   message(STATUS "  net ucx            : not built (UCX not found: apt-get install libucx-dev)")
 endif()
-message(STATUS "  net ib (verbs)     : not built (not written yet)")
+if(ATOLL_HAVE_IBVERBS)
+  message(STATUS "  net ib (verbs)     : built (libibverbs ${IBVERBS_VERSION}; NCCL_NET=IB, libnccl-net-atoll-ib.so)")
+else()
+  message(STATUS "  net ib (verbs)     : not built (libibverbs not found: apt-get install libibverbs-dev)")
+endif()
 if(ATOLL_HAVE_HWLOC)
   message(STATUS "  hwloc              : yes (hwloc ${HWLOC_VERSION}; topology detection)")
 else()

@@ -49,6 +49,18 @@ ATOLL_PARAM(UcxPeerFailure, "ATOLL_UCX_PEER_FAILURE", Bool, "1",
             "The UCX net (NCCL_NET=UCX) makes endpoints in UCX's peer-failure mode, so a dead peer is an error; "
             "UCX 1.13 then uses only transports that support it (tcp). 0 allows every transport UCX_TLS selects "
             "(shared memory, cma), where UCX aborts the process if a peer dies mid-transfer.")
+ATOLL_PARAM(IbHca, "NCCL_IB_HCA", String, "",
+            "ibverbs net (NCCL_NET=IB): the HCAs and ports to use, as NCCL: 'mlx5_0:1,mlx5_1' (prefix match), "
+            "'=mlx5_0' (exact), '^mlx5_2' (all but); empty, every active port.")
+ATOLL_PARAM(IbGidIndex, "NCCL_IB_GID_INDEX", Int, "-1",
+            "ibverbs net, RoCE: the GID table index to address the port by; -1 picks a RoCE v2 GID (else index 0).")
+ATOLL_PARAM(IbTimeout, "NCCL_IB_TIMEOUT", Int, "20",
+            "ibverbs net: the queue pairs' local ACK timeout, 4.096 us * 2^value (1 to 31).")
+ATOLL_PARAM(IbRetryCnt, "NCCL_IB_RETRY_CNT", Int, "7", "ibverbs net: transport retries before a send fails (0 to 7).")
+ATOLL_PARAM(IbTc, "NCCL_IB_TC", Int, "0", "ibverbs net: traffic class of the queue pairs (RoCE: the DSCP/ECN byte).")
+ATOLL_PARAM(IbSl, "NCCL_IB_SL", Int, "0", "ibverbs net: InfiniBand service level of the queue pairs (0 to 15).")
+ATOLL_PARAM(IbQpsPerConnection, "NCCL_IB_QPS_PER_CONNECTION", Int, "1",
+            "ibverbs net: queue pairs per connection; each message is split across them (1 to 16).")
 ATOLL_PARAM(BuffSize, "NCCL_BUFFSIZE", Size, "1048576",
             "Bytes of buffering per connection and direction (shared-memory ring, socket staging). Smaller than "
             "NCCL's 4 MiB: host rings stay cache-resident (perf/baselines: +25% shm busbw at 64 MiB).")

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -53,10 +54,18 @@ Result<net::PluginNet*> selectNet(const ncclConfig_t& cfg) {
   if (want.empty() || strcasecmp(want.c_str(), "Socket") == 0) return static_cast<net::PluginNet*>(nullptr);
   std::string have = "Socket";
   for (const auto& n : loaded.nets) have += ", " + n->name();
+  // Say why a net by that name is not among them, when the search met one (no device, init failed).
+  std::string seen;
+  auto lower = [](std::string t) {
+    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return t;
+  };
+  for (const std::string& line : loaded.tried)
+    if (lower(line).find(" " + lower(want) + " (") != std::string::npos) seen += "; " + line;
   return ATOLL_ERROR(ncclInvalidArgument,
                      "network '%s' requested (NCCL_NET / config.netName) but the nets available are: %s "
-                     "(NCCL_NET_PLUGIN finds plugins; atoll-info --net lists them)",
-                     want.c_str(), have.c_str());
+                     "(NCCL_NET_PLUGIN finds plugins; atoll-info --net lists them)%s",
+                     want.c_str(), have.c_str(), seen.c_str());
 }
 
 /// A rank's peers must all reach other hosts the same way: a net link needs a net at both ends.

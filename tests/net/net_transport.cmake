@@ -85,3 +85,17 @@ if(ATOLL_SANITIZE STREQUAL "")
   set_tests_properties(netns_nets PROPERTIES TIMEOUT 240 LABELS "integration;netns;net" RUN_SERIAL TRUE
                        SKIP_RETURN_CODE 77)
 endif()
+
+# The ibverbs net: its device-free parts, and (no RDMA device here) a clean "no device" at init.
+add_executable(test_ib_parts ${CMAKE_CURRENT_LIST_DIR}/test_ib_parts.cc)
+target_link_libraries(test_ib_parts PRIVATE atoll_static GTest::gtest_main)
+gtest_discover_tests(test_ib_parts DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;net" TIMEOUT 60)
+if(ATOLL_HAVE_IBVERBS)
+  add_test(NAME net_ib_no_device
+           COMMAND sh -c "[ -d /sys/class/infiniband ] && [ -n \"$(ls /sys/class/infiniband)\" ] && exit 77; exec \"$0\" \"$@\""
+                   ${PROJECT_SOURCE_DIR}/tests/integration/expect_status.sh
+                   -m "network 'IB' requested .*libnccl-net-atoll-ib.so: IB \\(v11\\) reports no device, skipped"
+                   3 $<TARGET_FILE:atollrun> -np 2 $<TARGET_FILE:all_reduce_perf> -b 8 -e 8)
+  set_tests_properties(net_ib_no_device PROPERTIES TIMEOUT 60 LABELS "net" SKIP_RETURN_CODE 77
+                       ENVIRONMENT "NCCL_NET=IB;NCCL_SHM_DISABLE=1")
+endif()

@@ -141,7 +141,7 @@ int printTopology(int nranks) {
 int printNets() {
   const std::string& list = params::getString(params::Id::NetPlugin);
   std::printf("Net plugins (NCCL_NET_PLUGIN=%s):\n", list.empty() ? "(unset)" : list.c_str());
-  const atl::net::LoadResult loaded = atl::net::loadNets(list, true);
+  const atl::net::LoadResult loaded = atl::net::loadNets(list, "*");
   for (const std::string& line : loaded.tried) std::printf("  tried %s\n", line.c_str());
   for (const auto& net : loaded.nets) {
     std::printf("%s (v%d, %s):\n", net->name().c_str(), net->version(), net->library().c_str());

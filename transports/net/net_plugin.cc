@@ -398,28 +398,38 @@ PluginNet* pickNet(const LoadResult& loaded, const std::string& want) {
   return nullptr;
 }
 
-LoadResult loadNets(const std::string& pluginList, bool withBuiltins) {
+LoadResult loadNets(const std::string& pluginList, const std::string& own) {
   LoadResult r = loadPlugins(pluginList);
-  if (!withBuiltins) return r;
 #ifdef ATOLL_UCX_PLUGIN_BUILT
-  const char* built = ATOLL_UCX_PLUGIN_BUILT;
+  const char* ucxBuilt = ATOLL_UCX_PLUGIN_BUILT;
 #else
-  const char* built = nullptr;  // a build without UCX: the plugin may still be installed
+  const char* ucxBuilt = nullptr;  // a build without UCX: the plugin may still be installed
 #endif
-  Loader own;
-  own.loadOwn("libnccl-net-atoll-ucx.so", built);
-  for (auto& n : own.result.nets) r.nets.push_back(std::move(n));
-  for (auto& t : own.result.tried) r.tried.push_back(std::move(t));
+#ifdef ATOLL_IB_PLUGIN_BUILT
+  const char* ibBuilt = ATOLL_IB_PLUGIN_BUILT;
+#else
+  const char* ibBuilt = nullptr;
+#endif
+  const struct {
+    const char* name;
+    const char* file;
+    const char* built;
+  } kOwn[] = {{"UCX", "libnccl-net-atoll-ucx.so", ucxBuilt}, {"IB", "libnccl-net-atoll-ib.so", ibBuilt}};
+  Loader loader;
+  for (const auto& o : kOwn)
+    if (own == "*" || strcasecmp(own.c_str(), o.name) == 0) loader.loadOwn(o.file, o.built);
+  for (auto& n : loader.result.nets) r.nets.push_back(std::move(n));
+  for (auto& t : loader.result.tried) r.tried.push_back(std::move(t));
   return r;
 }
 
 const LoadResult& processNets() {
   // Static and never torn down: plugins stay loaded for the process (NCCL never unloads them
   // either, and some are not safe to dlclose), and every communicator shares their instances.
-  // Built-in nets start only when NCCL_NET names one: UCX opens its transports at init, which a
-  // job on the socket transport should not pay for.
-  static const LoadResult* loaded = new LoadResult(loadNets(
-      params::getString(params::Id::NetPlugin), strcasecmp(params::getString(params::Id::Net).c_str(), "UCX") == 0));
+  // Atoll's own nets load only when NCCL_NET names one: UCX and verbs open their devices at init,
+  // which a job on the socket transport should not pay for.
+  static const LoadResult* loaded =
+      new LoadResult(loadNets(params::getString(params::Id::NetPlugin), params::getString(params::Id::Net)));
   return *loaded;
 }
 

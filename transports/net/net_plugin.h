@@ -99,11 +99,12 @@ struct LoadResult {
 
 /// Runs the search for `pluginList` (NCCL_NET_PLUGIN's value; empty = unset).
 LoadResult loadPlugins(const std::string& pluginList);
-/// loadPlugins, then (withBuiltins) Atoll's own UCX net, from libnccl-net-atoll-ucx.so beside this
-/// library, in the build tree, or on the loader's path (a plugin, so that UCX loads only when used).
-LoadResult loadNets(const std::string& pluginList, bool withBuiltins);
+/// loadPlugins, then Atoll's own net named `own` ("UCX", "IB", "*" for both, or none), from its
+/// plugin (libnccl-net-atoll-ucx.so, -ib.so) beside this library, in the build tree, or on the
+/// loader's path: plugins, so that UCX and libibverbs load only into processes that use them.
+LoadResult loadNets(const std::string& pluginList, const std::string& own);
 /// loadNets for NCCL_NET_PLUGIN, run by the first caller in the process (what communicators use);
-/// built-in nets only when NCCL_NET names one.
+/// Atoll's own nets only when NCCL_NET names one.
 const LoadResult& processNets();
 /// The net named `want` (case-insensitive), or the first plugin (not built-in) when `want` is
 /// empty; null if none.
