@@ -27,7 +27,6 @@
 namespace atl::net {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using ib::Chunk;
 using ib::ConnInfo;
 using ib::FifoSlot;
@@ -38,7 +37,6 @@ constexpr size_t kChunkAlign = 128;
 constexpr int kRecvsPerQp = kFifoDepth;     // zero-length receives that take the immediates
 constexpr size_t kMaxInfo = 4096;
 constexpr auto kGrace = std::chrono::milliseconds(200);
-constexpr auto kWatchEvery = std::chrono::milliseconds(2);
 constexpr uint64_t kFifoWrite = uint64_t{1} << 63;  // wr_id flag: a FIFO slot write, not a message
 
 std::mutex gLock;  // every verbs call and all net state
@@ -64,11 +62,7 @@ struct Port {
 std::vector<Port>* gPorts = nullptr;  // found by init, kept for the process
 SockAddr gListenAddr;
 
-uint64_t random64() {
-  uint64_t v = 0;
-  randomBytes(std::span(reinterpret_cast<uint8_t*>(&v), sizeof(v)));
-  return v;
-}
+using hostnet::random64;
 
 int speedMbps(const ibv_port_attr& a) {
   // As NCCL reads ibv_port_attr: lanes from active_width, per-lane Mbps from active_speed.
@@ -206,14 +200,12 @@ struct Request {
 
 struct Comm {
   Port* port = nullptr;
-  Fd watch;
+  hostnet::Watch watch;  // the handshake connection, kept open: it closes when the peer does
   ibv_cq* cq = nullptr;
   std::vector<ibv_qp*> qps;
   std::vector<uint32_t> psns;
   bool failed = false;
   std::string why;
-  bool peerClosed = false;
-  Clock::time_point closedAt{}, nextWatch{};
   Request requests[kFifoDepth];
 
   // Send comms: the FIFO the receiver writes its receives into.
@@ -424,18 +416,6 @@ void poll(Comm* c) {
   }
 }
 
-void checkWatch(Comm* c) {
-  const auto now = Clock::now();
-  if (c->peerClosed || now < c->nextWatch) return;
-  c->nextWatch = now + kWatchEvery;
-  char b;
-  const ssize_t r = ::recv(c->watch.get(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-    c->peerClosed = true;
-    c->closedAt = now;
-  }
-}
-
 // --- the ncclNet_v11 entry points ---
 
 ncclResult_t init(void** ctx, uint64_t, abi::CommConfig*, abi::Logger, abi::ProfilerCallback) {
@@ -518,9 +498,8 @@ ncclResult_t listen(void*, int dev, void* opaqueHandle, void** listenComm) {
   std::lock_guard<std::mutex> lock(gLock);
   if (gPorts == nullptr || dev < 0 || dev >= static_cast<int>(gPorts->size())) return ncclInvalidArgument;
   SockAddr bound;
-  auto fd = listenOn(gListenAddr, 128, &bound);
+  auto fd = hostnet::listenNonBlocking(gListenAddr, &bound);
   if (!fd.ok()) return fd.status().code();
-  setNonBlocking(fd->get());
   auto* l = new ListenComm;
   l->fd = std::move(*fd);
   l->dev = dev;
@@ -552,14 +531,12 @@ ncclResult_t connect(void*, int dev, void* opaqueHandle, void** sendComm, abi::D
     return ATOLL_ERROR(ncclRemoteError, "net IB: connect to %s: %s", unpack(h.addr).toString().c_str(), why.c_str()).code();
   };
   if (d == nullptr) {
-    const SockAddr addr = unpack(h.addr);
-    const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return ATOLL_ERROR(ncclSystemError, "net IB: socket(): %s", std::strerror(errno)).code();
+    auto fd = hostnet::startDial(unpack(h.addr));
+    if (!fd.ok()) return fd.status().code();
     d = new Dial;
-    d->fd = Fd(fd);
+    d->fd = std::move(*fd);
     h.dial = reinterpret_cast<uint64_t>(d);
     std::memcpy(opaqueHandle, &h, sizeof(h));
-    if (::connect(fd, addr.raw(), addr.length) != 0 && errno != EINPROGRESS) return restart(std::strerror(errno));
     d->comm = new Comm;
     d->comm->port = &(*gPorts)[static_cast<size_t>(dev)];
     const int nqps = static_cast<int>(std::clamp<int64_t>(params::getInt(params::Id::IbQpsPerConnection), 1, ib::kMaxQps));
@@ -576,10 +553,7 @@ ncclResult_t connect(void*, int dev, void* opaqueHandle, void** sendComm, abi::D
     d->ex.put(body);
   }
   if (!d->connected) {
-    int err = 0;
-    socklen_t len = sizeof(err);
-    if (::getsockopt(d->fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-    if (err != 0) return restart(std::strerror(err));
+    if (const int err = hostnet::dialError(d->fd.get()); err != 0) return restart(std::strerror(err));
     d->connected = true;
   }
   if (const int s = d->ex.pushOut(d->fd.get()); s <= 0) return s < 0 ? restart("the listener closed the connection") : ncclSuccess;
@@ -590,7 +564,7 @@ ncclResult_t connect(void*, int dev, void* opaqueHandle, void** sendComm, abi::D
   if (!ib::decodeConnInfo(d->ex.body(), &remote, &why)) return restart(why);
   if (connectQps(d->comm, remote) != ncclSuccess) return restart(lastErrorMessage());
   Comm* c = d->comm;
-  c->watch = std::move(d->fd);
+  c->watch.fd = std::move(d->fd);
   d->comm = nullptr;
   delete d;
   h.dial = 0;
@@ -603,13 +577,7 @@ ncclResult_t accept(void* listenComm, void** recvComm, abi::DeviceHandle**) {
   *recvComm = nullptr;
   auto* l = static_cast<ListenComm*>(listenComm);
   std::lock_guard<std::mutex> lock(gLock);
-  for (;;) {
-    const int fd = ::accept4(l->fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) break;
-    PendingAccept p;
-    p.fd = Fd(fd);
-    l->pending.push_back(std::move(p));
-  }
+  hostnet::acceptAll(l->fd.get(), &l->pending);
   for (auto it = l->pending.begin(); it != l->pending.end();) {
     PendingAccept& p = *it;
     auto drop = [&](const std::string& why) {
@@ -675,7 +643,7 @@ ncclResult_t accept(void* listenComm, void** recvComm, abi::DeviceHandle**) {
       continue;
     }
     Comm* c = p.comm;
-    c->watch = std::move(p.fd);
+    c->watch.fd = std::move(p.fd);
     l->pending.erase(it);
     *recvComm = c;
     return ncclSuccess;
@@ -804,8 +772,7 @@ ncclResult_t test(void* request, int* done, int* sizes) {
     return ncclSuccess;
   }
   if (c->failed) return ncclRemoteError;
-  checkWatch(c);
-  if (c->peerClosed && Clock::now() - c->closedAt > kGrace) return c->fail("the peer closed the connection");
+  if (c->watch.goneFor(kGrace)) return c->fail("the peer closed the connection");
   return ncclSuccess;
 }
 

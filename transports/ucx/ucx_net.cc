@@ -33,7 +33,6 @@ constexpr size_t kMaxAddress = 64 << 10;       // a worker address larger than t
 // A closed liveness watch fails the receives still waiting only after this: data the peer sent
 // before it closed may still be in UCX's transports.
 constexpr auto kGrace = std::chrono::milliseconds(200);
-constexpr auto kWatchEvery = std::chrono::milliseconds(2);
 constexpr auto kCloseTimeout = std::chrono::seconds(5);
 
 std::mutex gLock;  // every call into the worker (SERIALIZED thread mode)
@@ -49,11 +48,7 @@ Ucx* gUcx = nullptr;  // while gUsers > 0
 int gUsers = 0;       // listeners, dials and comms (acquire / release)
 bool gUsable = false; // init found UCX working
 
-uint64_t random64() {
-  uint64_t v = 0;
-  randomBytes(std::span(reinterpret_cast<uint8_t*>(&v), sizeof(v)));
-  return v;
-}
+using hostnet::random64;
 
 /// What listen() hands out; connect() is called with the same memory until the link is made.
 struct Handle {
@@ -87,12 +82,10 @@ struct Request {
 };
 
 struct Comm {
-  Fd watch;  // the handshake connection, kept open: it closes when the peer does
+  hostnet::Watch watch;  // the handshake connection, kept open: it closes when the peer does
   ucp_ep_h ep = nullptr;  // send comms only
   uint64_t tag = 0;
   std::atomic<int> epError{UCS_OK};
-  bool peerClosed = false;
-  Clock::time_point closedAt{}, nextWatch{};
   Request requests[kMaxRequests];
 
   Request* take(bool send) {
@@ -103,18 +96,6 @@ struct Comm {
         return &r;
       }
     return nullptr;  // all in flight: the caller tries again
-  }
-  /// Whether the peer closed the watch (checked every kWatchEvery).
-  void checkWatch() {
-    const auto now = Clock::now();
-    if (peerClosed || now < nextWatch) return;
-    nextWatch = now + kWatchEvery;
-    char b;
-    const ssize_t r = ::recv(watch.get(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-      peerClosed = true;
-      closedAt = now;
-    }
   }
 };
 
@@ -296,12 +277,11 @@ ncclResult_t listen(void*, int dev, void* opaqueHandle, void** listenComm) {
   std::lock_guard<std::mutex> lock(gLock);
   if (const ncclResult_t r = acquire(); r != ncclSuccess) return r;
   SockAddr bound;
-  auto fd = listenOn(gUcx->listenAddr, 128, &bound);
+  auto fd = hostnet::listenNonBlocking(gUcx->listenAddr, &bound);
   if (!fd.ok()) {
     release();
     return fd.status().code();
   }
-  setNonBlocking(fd->get());
   auto* l = new ListenComm;
   l->fd = std::move(*fd);
   l->nonce = random64();
@@ -331,28 +311,20 @@ ncclResult_t connect(void*, int dev, void* opaqueHandle, void** sendComm, abi::D
     return ATOLL_ERROR(ncclRemoteError, "net UCX: connect to %s: %s", unpack(h.addr).toString().c_str(), why).code();
   };
   if (d == nullptr) {
-    const SockAddr addr = unpack(h.addr);
-    const int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return ATOLL_ERROR(ncclSystemError, "net UCX: socket(): %s", std::strerror(errno)).code();
-    if (const ncclResult_t r = acquire(); r != ncclSuccess) {
-      ::close(fd);
-      return r;
-    }
+    auto fd = hostnet::startDial(unpack(h.addr));
+    if (!fd.ok()) return fd.status().code();
+    if (const ncclResult_t r = acquire(); r != ncclSuccess) return r;
     d = new Dial;
-    d->fd = Fd(fd);
+    d->fd = std::move(*fd);
     h.dial = reinterpret_cast<uint64_t>(d);
     std::memcpy(opaqueHandle, &h, sizeof(h));
-    if (::connect(fd, addr.raw(), addr.length) != 0 && errno != EINPROGRESS) return restart(std::strerror(errno));
     d->tag = random64();
     const Hello hello{h.nonce, d->tag};
     d->out.assign(reinterpret_cast<const uint8_t*>(&hello), reinterpret_cast<const uint8_t*>(&hello) + sizeof(hello));
     d->in.resize(sizeof(Reply));
   }
   if (!d->connected) {
-    int err = 0;
-    socklen_t len = sizeof(err);
-    if (::getsockopt(d->fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-    if (err != 0) return restart(std::strerror(err));
+    if (const int err = hostnet::dialError(d->fd.get()); err != 0) return restart(std::strerror(err));
     d->connected = true;
   }
   while (d->sent < d->out.size()) {
@@ -391,7 +363,7 @@ ncclResult_t connect(void*, int dev, void* opaqueHandle, void** sendComm, abi::D
                             "ATOLL_UCX_PEER_FAILURE=0)";
     return restart(why.c_str());
   }
-  c->watch = std::move(d->fd);
+  c->watch.fd = std::move(d->fd);
   delete d;  // its hold on the worker passes to the comm
   h.dial = 0;
   std::memcpy(opaqueHandle, &h, sizeof(h));
@@ -403,13 +375,7 @@ ncclResult_t accept(void* listenComm, void** recvComm, abi::DeviceHandle**) {
   *recvComm = nullptr;
   auto* l = static_cast<ListenComm*>(listenComm);
   std::lock_guard<std::mutex> lock(gLock);
-  for (;;) {
-    const int fd = ::accept4(l->fd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) break;
-    PendingAccept p;
-    p.fd = Fd(fd);
-    l->pending.push_back(std::move(p));
-  }
+  hostnet::acceptAll(l->fd.get(), &l->pending);
   for (auto it = l->pending.begin(); it != l->pending.end();) {
     PendingAccept& p = *it;
     bool drop = false;
@@ -441,7 +407,7 @@ ncclResult_t accept(void* listenComm, void** recvComm, abi::DeviceHandle**) {
       if (const ncclResult_t r = acquire(); r != ncclSuccess) return r;
       auto* c = new Comm;
       c->tag = p.hello.tag;
-      c->watch = std::move(p.fd);
+      c->watch.fd = std::move(p.fd);
       l->pending.erase(it);
       *recvComm = c;
       return ncclSuccess;
@@ -507,8 +473,7 @@ ncclResult_t test(void* request, int* done, int* sizes) {
     return ncclSuccess;
   }
   if (c->epError.load() != UCS_OK) return peerGone("send", ucs_status_string(static_cast<ucs_status_t>(c->epError.load())));
-  c->checkWatch();
-  if (c->peerClosed && Clock::now() - c->closedAt > kGrace) return peerGone(r->send ? "send" : "receive", "the peer closed the connection");
+  if (c->watch.goneFor(kGrace)) return peerGone(r->send ? "send" : "receive", "the peer closed the connection");
   return ncclSuccess;
 }
 
