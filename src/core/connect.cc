@@ -130,7 +130,8 @@ std::vector<Status> ensureLinks(std::span<ncclComm* const> comms, std::span<cons
   for (size_t i = 0; i < comms.size(); ++i)
     if (made[i] > 0)
       ATOLL_INFO(log::kInit, "comm %p rank %d: %d new links (%d shm, %d %s), %zu in all", (void*)comms[i],
-                 comms[i]->rank, made[i], viaShm[i], made[i] - viaShm[i], comms[i]->links.remote().name(),
+                 comms[i]->rank, made[i], viaShm[i], made[i] - viaShm[i],
+                 comms[i]->links.net ? comms[i]->links.net->name() : "socket",
                  comms[i]->links.table.size());
   return result;
 }
