@@ -10,12 +10,14 @@ trap 'rm -rf "$out"' EXIT
 cat "$out/atoll.conf"
 grep -q '^# shm, 2 ranks' "$out/report.txt" && grep -q '^# socket, 2 ranks' "$out/report.txt" || {
   echo "fit report incomplete:"; cat "$out/report.txt"; exit 1; }
+# Captured once: `atoll-info | grep -q` under pipefail fails whenever grep exits before atoll-info
+# has written everything (SIGPIPE), which a longer parameter list makes likelier.
+NCCL_CONF_FILE="$out/atoll.conf" "$build/bin/atoll-info" --params > "$out/params.txt"
 for name in SHM_BW_MBS SHM_LAT_NS STEP_NS TREE_BW_PCT RHD_BW_PCT RD_BW_PCT SOCKET_BW_MBS SOCKET_LAT_NS; do
   value=$(sed -n "s/^ATOLL_MODEL_$name=\([0-9][0-9]*\)$/\1/p" "$out/atoll.conf")
   [[ -n "$value" ]] || { echo "ATOLL_MODEL_$name missing or not a number"; exit 1; }
   [[ "$name" != *BW* || "$value" -gt 0 ]] || { echo "ATOLL_MODEL_$name=$value: no bandwidth"; exit 1; }
-  NCCL_CONF_FILE="$out/atoll.conf" "$build/bin/atoll-info" --params |
-    grep -Eq "^ATOLL_MODEL_$name +int +[0-9]+ +$value +config$" || {
+  grep -Eq "^ATOLL_MODEL_$name +int +[0-9]+ +$value +config$" "$out/params.txt" || {
       echo "ATOLL_MODEL_$name=$value did not arrive through NCCL_CONF_FILE"; exit 1; }
 done
 # Bad input is refused with the usage status.

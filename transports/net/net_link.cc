@@ -15,7 +15,7 @@ NetLink::NetLink(const Ends& ends, int rank, int peer, int channel, size_t cap)
   // whole number of them.
   size_t chunk = std::max<size_t>(cap / kChunks, 4096) / 8 * 8;
   if (ends.maxMessage > 0) chunk = std::min(chunk, ends.maxMessage / 8 * 8);
-  chunk_ = std::max<size_t>(chunk, 8);
+  chunk_ = std::max<size_t>(chunk, 64);
   cap_ = chunk_ * kChunks;
   sendRing_ = std::make_unique<std::byte[]>(cap_);
   recvRing_ = std::make_unique<std::byte[]>(cap_);
@@ -84,18 +84,28 @@ Status NetLink::error() const {
 
 Result<size_t> NetLink::send(const void* data, size_t n) {
   ATOLL_CHECK(error());
-  const uint64_t head = sendHead_.load(std::memory_order_relaxed);
-  const size_t room = cap_ - static_cast<size_t>(head - sendDone_.load(std::memory_order_acquire));
-  const size_t take = std::min(n, room);
-  if (take == 0) {
-    ends_.proxy->kick();
-    return size_t{0};
+  if (n == 0) return size_t{0};
+  uint64_t head = sendHead_.load(std::memory_order_relaxed);
+  size_t room = cap_ - static_cast<size_t>(head - sendDone_.load(std::memory_order_acquire));
+  size_t at = static_cast<size_t>(head % cap_);
+  const size_t want = 8 + (std::min(n, chunk_ - 8) + 7) / 8 * 8;
+  if (want > cap_ - at && room >= cap_ - at + 16) {
+    // Not enough before the ring's end for the record: mark the rest unused and start over.
+    std::memcpy(sendRing_.get() + at, &kSkip, sizeof(kSkip));
+    room -= cap_ - at;
+    head += cap_ - at;
+    at = 0;
   }
-  const size_t at = static_cast<size_t>(head % cap_);
-  const size_t first = std::min(take, cap_ - at);
-  std::memcpy(sendRing_.get() + at, data, first);
-  if (take > first) std::memcpy(sendRing_.get(), static_cast<const std::byte*>(data) + first, take - first);
-  sendHead_.store(head + take, std::memory_order_release);
+  const size_t space = std::min({room, cap_ - at, chunk_});
+  size_t take = space > 8 ? std::min(n, space - 8) : 0;
+  if (take < n) take = take / 8 * 8;  // a part: whole words, so records split messages on 8-byte offsets
+  if (take > 0) {
+    const uint64_t len = take;
+    std::memcpy(sendRing_.get() + at, &len, sizeof(len));
+    std::memcpy(sendRing_.get() + at + 8, data, take);
+    head += 8 + (take + 7) / 8 * 8;
+  }
+  sendHead_.store(head, std::memory_order_release);
   ends_.proxy->kick();
   return take;
 }
@@ -103,8 +113,8 @@ Result<size_t> NetLink::send(const void* data, size_t n) {
 Result<std::span<const std::byte>> NetLink::peek() {
   if (readSlot_ < recvArrived_.load(std::memory_order_acquire)) {
     const size_t slot = static_cast<size_t>(readSlot_ % kChunks);
-    const std::byte* base = recvRing_.get() + slot * chunk_;
-    return std::span<const std::byte>(base + readOff_, static_cast<size_t>(recvSize_[slot]) - readOff_);
+    const std::byte* data = recvRing_.get() + slot * chunk_ + 8;
+    return std::span<const std::byte>(data + readOff_, recvSize_[slot] - readOff_);
   }
   ATOLL_CHECK(error());
   ends_.proxy->kick();
@@ -113,7 +123,7 @@ Result<std::span<const std::byte>> NetLink::peek() {
 
 void NetLink::consume(size_t n) {
   readOff_ += n;
-  if (readOff_ < static_cast<size_t>(recvSize_[readSlot_ % kChunks])) return;
+  if (readOff_ < recvSize_[readSlot_ % kChunks]) return;
   readOff_ = 0;
   ++readSlot_;
   recvFreed_.store(readSlot_, std::memory_order_release);
@@ -142,8 +152,8 @@ bool NetLink::driveSends() {
   // Complete in order: ring space is freed from the oldest chunk on.
   while (sendsDone_ < sendsIssued_) {
     InFlight& f = sends_[sendsDone_ % kChunks];
-    int done = 0;
-    Status s = ends_.net->test(f.request, 1, &done, nullptr);
+    int done = f.request == nullptr ? 1 : 0;  // a skip marker
+    Status s = f.request == nullptr ? Status::Ok() : ends_.net->test(f.request, 1, &done, nullptr);
     if (!s.ok()) {
       fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), "send: " + lastErrorMessage());
       return true;
@@ -153,18 +163,26 @@ bool NetLink::driveSends() {
     ++sendsDone_;
     moved = true;
   }
-  const uint64_t ready = sendHead_.load(std::memory_order_acquire) & ~uint64_t{7};
+  const uint64_t ready = sendHead_.load(std::memory_order_acquire);
   while (sendPosted_ < ready && sendsIssued_ - sendsDone_ < kChunks) {
     const size_t at = static_cast<size_t>(sendPosted_ % cap_);
-    const size_t len = std::min({static_cast<size_t>(ready - sendPosted_), chunk_, cap_ - at});
+    uint64_t len = 0;
+    std::memcpy(&len, sendRing_.get() + at, sizeof(len));
+    if (len == kSkip) {  // completes with the chunks before it
+      sendPosted_ += cap_ - at;
+      sends_[sendsIssued_ % kChunks] = {nullptr, sendPosted_};
+      ++sendsIssued_;
+      moved = true;
+      continue;
+    }
     void* request = nullptr;
-    Status s = ends_.net->isend(ends_.sendComm, sendRing_.get() + at, len, 0, sendMr_, &request);
+    Status s = ends_.net->isend(ends_.sendComm, sendRing_.get() + at, 8 + len, 0, sendMr_, &request);
     if (!s.ok()) {
       fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), "isend: " + lastErrorMessage());
       return true;
     }
     if (request == nullptr) break;  // the plugin cannot take it yet
-    sendPosted_ += len;
+    sendPosted_ += 8 + (len + 7) / 8 * 8;
     sends_[sendsIssued_ % kChunks] = {request, sendPosted_};
     ++sendsIssued_;
     moved = true;
@@ -201,13 +219,15 @@ bool NetLink::driveRecvs() {
       return true;
     }
     if (!done) break;
-    if (size <= 0 || size % 8 != 0 || static_cast<size_t>(size) > chunk_) {
-      // Atoll sends whole words, at least one; a plugin that does not report sizes cannot carry a stream.
-      fail(ncclSystemError, size < 0 ? "the plugin did not report a received size, which Atoll's net transport needs"
-                                     : "received " + std::to_string(size) + " bytes, not whole words of at most one chunk");
+    uint64_t len = 0;
+    std::memcpy(&len, recvRing_.get() + slot * chunk_, sizeof(len));
+    // The record says its length; a plugin that reports a size (not all do) must agree.
+    if (len == 0 || len > chunk_ - 8 || (size >= 0 && static_cast<uint64_t>(size) != 8 + len)) {
+      fail(ncclSystemError, "received a malformed record (" + std::to_string(len) + " bytes, message of " +
+                                std::to_string(size) + ")");
       return true;
     }
-    recvSize_[slot] = size;
+    recvSize_[slot] = static_cast<size_t>(len);
     recvArrived_.store(++arrived, std::memory_order_release);
     moved = true;
   }

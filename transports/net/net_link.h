@@ -1,15 +1,17 @@
 // One link of the net transport: a full-duplex byte stream (transport.h's Connection) over a net
 // plugin's send comm to the peer and receive comm from it.
 //
-// Sending: send() copies into a ring and returns; the proxy (net_proxy.h) isends what is there in
-// chunks of at most kChunks-th of the ring, whole 8-byte words only (a trailing partial word waits
-// for the rest, which the engine's padding always brings), at most kChunks in flight, and frees
-// ring space as the plugin completes them, in order.
+// Sending: send() copies into a ring as a record, an 8-byte length and the bytes (padded to 8 in
+// the ring), and returns; the proxy (net_proxy.h) isends each record as one message, at most
+// kChunks in flight, and frees ring space as the plugin completes them, in order. Records carry
+// their own length because plugins may leave a receive's size unset (nccl-fastsocket does). A
+// record that would cross the ring's end is preceded by a skip marker the proxy steps over.
+// send() takes all it is given or a multiple of 8 bytes, so record boundaries fall on 8-byte
+// offsets of the engine's messages (or at their ends) and no element straddles two views.
 //
 // Receiving: the receive ring is kChunks slots of one chunk each, all posted as irecvs; a completed
-// slot is handed to peek() whole (its size is a multiple of 8, so no element straddles a view) and
-// reposted once the engine consumed it. Plugins match a comm's messages in order, so slot order is
-// stream order.
+// slot holds one record, handed to peek() whole and reposted once the engine consumed it. Plugins
+// match a comm's messages in order, so slot order is stream order.
 //
 // Both rings are registered with the plugin once (regMr), as NCCL registers its staging buffers.
 // The engine thread touches only ring memory and atomics; every plugin call is the proxy's.
@@ -68,7 +70,7 @@ class NetLink final : public transport::Connection, public Driven {
   Ends ends_;
   int rank_, peer_, channel_;
   size_t cap_;    // bytes per ring, a multiple of 8 * kChunks
-  size_t chunk_;  // cap_ / kChunks, at most maxMessage
+  size_t chunk_;  // cap_ / kChunks, at most maxMessage: the largest record, its header included
   std::unique_ptr<std::byte[]> sendRing_, recvRing_;
   void* sendMr_ = nullptr;
   void* recvMr_ = nullptr;
@@ -77,6 +79,7 @@ class NetLink final : public transport::Connection, public Driven {
   std::atomic<uint64_t> sendHead_{0};
   std::atomic<uint64_t> sendDone_{0};
   uint64_t sendPosted_ = 0;
+  static constexpr uint64_t kSkip = ~uint64_t{0};  // a record header: the rest of the ring is unused
   struct InFlight {
     void* request = nullptr;
     uint64_t end = 0;
@@ -86,7 +89,7 @@ class NetLink final : public transport::Connection, public Driven {
 
   // Receive slots: the proxy posts and completes them in order; the engine reads and frees them.
   void* recvs_[kChunks] = {};
-  int recvSize_[kChunks] = {};
+  size_t recvSize_[kChunks] = {};  // the record's length (its bytes, not its header)
   uint64_t recvPosted_ = 0;                // proxy
   std::atomic<uint64_t> recvArrived_{0};   // proxy writes: slots below it hold data
   std::atomic<uint64_t> recvFreed_{0};     // engine writes: slots below it may be reposted

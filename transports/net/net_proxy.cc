@@ -28,7 +28,9 @@ Status Proxy::call(const std::function<Status()>& fn) {
 
 void Proxy::add(Driven* d) {
   (void)call([this, d] {
-    driven_.push_back(d);
+    // Newest first: a transport's dials then run before its accepts in every turn, which plugins
+    // whose connect or accept block (nccl-fastsocket) need to avoid two ranks both waiting in accept.
+    driven_.insert(driven_.begin(), d);
     return Status::Ok();
   });
 }

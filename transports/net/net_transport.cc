@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "base/debug.h"
@@ -72,8 +73,20 @@ class NetTransport final : public transport::Transport, public Driven {
   Proxy& proxy() { return proxy_; }
   const transport::Context& ctx() const { return *ctx_; }
 
-  /// Connectors between connect() and the end of finish(): the proxy accepts only while some wait.
-  void want(int delta) { wanted_.fetch_add(delta, std::memory_order_acq_rel); }
+  /// The links whose receive comm has not arrived yet: the proxy accepts only while there are
+  /// some, because some plugins (nccl-fastsocket) block in accept until a connection comes.
+  void await(int peer, int channel, bool on) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!on) awaited_.erase({peer, channel});
+    else if (arrived_.count({peer, channel}) == 0) awaited_.insert({peer, channel});
+    awaiting_.store(!awaited_.empty(), std::memory_order_release);
+  }
+  /// Whether every awaited link has an accepted connection (its hello may still be on the way).
+  /// Proxy thread only.
+  bool acceptedAllAwaited() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return greetings_.size() >= awaited_.size();
+  }
   /// Wakes finish() calls: a dial moved or a hello arrived.
   void changed() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -97,7 +110,8 @@ class NetTransport final : public transport::Transport, public Driven {
   std::string name_;
   std::shared_ptr<const transport::Context> ctx_;
   void* listenComm_ = nullptr;
-  std::atomic<int> wanted_{0};
+  std::set<std::pair<int, int>> awaited_;  // under mu_
+  std::atomic<bool> awaiting_{false};      // !awaited_.empty()
   std::vector<Greeting> greetings_;  // proxy thread
   std::mutex mu_;
   std::condition_variable cv_;
@@ -117,7 +131,7 @@ class NetConnector final : public transport::Connector {
   NetTransport* t_;
   int peer_, channel_;
   std::unique_ptr<Dial> dial_;
-  bool waiting_ = false;  // counted in the transport's wanted_
+  bool waiting_ = false;  // in the transport's awaited_
 };
 
 void Dial::set(State s) {
@@ -143,6 +157,10 @@ bool Dial::drive() {
     moved = true;
   }
   if (request_ == nullptr) {
+    // As NCCL does, no data moves before this transport accepted the connections it waits for:
+    // some plugins (nccl-fastsocket) finish a connect only inside the peer's accept, and their
+    // first send waits for that, so two ranks sending before accepting would wait on each other.
+    if (!t_->acceptedAllAwaited()) return moved;
     if (!net->isend(sendComm, &hello_, sizeof(hello_), 0, mr_, &request_).ok()) return failWith("isend of the hello");
     if (request_ == nullptr) return moved;
     moved = true;
@@ -212,6 +230,8 @@ bool NetTransport::greet(Greeting& g, bool* moved) {
   if (const char* why = checkHello(*g.hello, *ctx_)) return drop(why);
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, fresh] = arrived_.try_emplace({g.hello->from, g.hello->channel}, g.recvComm);
+  awaited_.erase({g.hello->from, g.hello->channel});
+  awaiting_.store(!awaited_.empty(), std::memory_order_release);
   if (!fresh) {
     ATOLL_WARN("rank %d: net %s: a second link from rank %d on channel %d, closed", ctx_->rank,
                net_->name().c_str(), g.hello->from, g.hello->channel);
@@ -223,8 +243,9 @@ bool NetTransport::greet(Greeting& g, bool* moved) {
 
 bool NetTransport::drive() {
   bool moved = false;
-  if (wanted_.load(std::memory_order_acquire) > 0 && listenComm_ != nullptr) {
-    for (;;) {
+  if (awaiting_.load(std::memory_order_acquire) && listenComm_ != nullptr) {
+    // No more accepts than links awaited: a blocking accept (nccl-fastsocket) would wait forever.
+    while (!acceptedAllAwaited()) {
       void* comm = nullptr;
       if (!net_->accept(listenComm_, &comm).ok()) {
         // The listener is broken for good: connectors waiting for it time out with the reason logged.
@@ -262,7 +283,7 @@ void* NetTransport::waitArrived(int peer, int channel, std::chrono::milliseconds
 NetConnector::~NetConnector() { release(); }
 
 void NetConnector::release() {
-  if (waiting_) t_->want(-1);
+  if (waiting_) t_->await(peer_, channel_, false);
   waiting_ = false;
   if (!dial_) return;
   t_->proxy().remove(dial_.get());
@@ -275,9 +296,10 @@ void NetConnector::release() {
 Status NetConnector::connect() {
   const transport::Context& ctx = t_->ctx();
   dial_ = std::make_unique<Dial>(t_, ctx.peers[static_cast<size_t>(peer_)].netHandle, makeHello(ctx, peer_, channel_));
-  t_->want(1);
-  waiting_ = true;
+  // The dial first: the proxy's next turn then dials before it accepts (see Proxy::add).
   t_->proxy().add(dial_.get());
+  t_->await(peer_, channel_, true);
+  waiting_ = true;
   return Status::Ok();
 }
 
