@@ -1,39 +1,49 @@
 #!/usr/bin/env bash
-# The built-in socket transport against the same links over a net plugin (by default Atoll's own
-# TCP net, build/libnccl-net-atoll.so), NCCL_SHM_DISABLE=1 so every link is the one measured,
-# interleaved over rounds so the machine's noise hits both alike; prints a markdown table of median
-# time and busbw per size, and the plugin's busbw over the built-in's.
-#   perf/bench/compare_nets.sh [BUILD_DIR (build)] [NP (2)] [ROUNDS (5)] [PLUGIN]
+# all_reduce_perf over several link kinds side by side, interleaved over rounds so the machine's
+# noise hits all alike; prints a markdown table of median busbw per size for each, and each one's
+# ratio to the first.
+#   perf/bench/compare_nets.sh [BUILD_DIR (build)] [NP (2)] [ROUNDS (5)] [KINDS ("socket net-socket")]
+# Kinds: shm (shared memory), socket (the built-in TCP transport), net-socket (the same TCP through
+# the net transport and Atoll's Socket net plugin), ucx (the UCX net over UCX_TLS=tcp), ucx-shm
+# (the UCX net over UCX's shared memory, ATOLL_UCX_PEER_FAILURE=0).
 set -euo pipefail
-build=${1:-build} np=${2:-2} rounds=${3:-5}
-plugin=${4:-$(realpath "$build/libnccl-net-atoll.so")}
-for f in "$build/bin/atollrun" "$build/perf/all_reduce_perf" "$plugin"; do
+build=${1:-build} np=${2:-2} rounds=${3:-5} kinds=${4:-"socket net-socket"}
+for f in "$build/bin/atollrun" "$build/perf/all_reduce_perf"; do
   [ -e "$f" ] || { echo "$0: $f is missing (build first: tools/build.sh release)" >&2; exit 2; }
 done
+plugin=$(realpath "$build/libnccl-net-atoll.so")
+envOf() {
+  case $1 in
+    shm) echo "NCCL_NET_PLUGIN=none" ;;
+    socket) echo "NCCL_SHM_DISABLE=1 NCCL_NET_PLUGIN=none" ;;
+    net-socket) echo "NCCL_SHM_DISABLE=1 NCCL_NET_PLUGIN=$plugin" ;;
+    ucx) echo "NCCL_SHM_DISABLE=1 NCCL_NET=UCX UCX_TLS=tcp" ;;
+    ucx-shm) echo "NCCL_SHM_DISABLE=1 NCCL_NET=UCX UCX_TLS=sm,self ATOLL_UCX_PEER_FAILURE=0" ;;
+    *) echo "$0: unknown kind $1" >&2; exit 2 ;;
+  esac
+}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for ((r = 0; r < rounds; r++)); do
-  for side in builtin plugin; do
-    env=(NCCL_SHM_DISABLE=1 NCCL_NET_PLUGIN=none)
-    [ "$side" = plugin ] && env=(NCCL_SHM_DISABLE=1 "NCCL_NET_PLUGIN=$plugin")
-    env "${env[@]}" "$build/bin/atollrun" -np "$np" "$build/perf/all_reduce_perf" -b 8 -e 64M -f 8 -c 0 -n 20 -w 5 |
-      awk -v s="$side" '/^ +[0-9]/ { print s, $1, $6, $8 }'
+  for kind in $kinds; do
+    # shellcheck disable=SC2046
+    env $(envOf "$kind") "$build/bin/atollrun" -np "$np" "$build/perf/all_reduce_perf" -b 8 -e 64M -f 8 -c 0 -n 20 -w 5 |
+      awk -v s="$kind" '/^ +[0-9]/ { print s, $1, $6, $8 }'
   done
 done > "$out"
-python3 - "$out" "$np" <<'PY'
+python3 - "$out" "$np" "$kinds" <<'PY'
 import statistics, sys
-t, bw = {}, {}
+bw = {}
 for line in open(sys.argv[1]):
-    side, size, us, busbw = line.split()
-    t.setdefault((side, int(size)), []).append(float(us))
-    bw.setdefault((side, int(size)), []).append(float(busbw))
-sizes = sorted({s for _, s in t})
-print(f"all_reduce_perf, np={sys.argv[2]}, out of place, medians of {len(t[('builtin', sizes[0])])} interleaved rounds")
-print("| bytes | built-in us | plugin us | built-in busbw GB/s | plugin busbw GB/s | plugin/built-in busbw |")
-print("|---:|---:|---:|---:|---:|---:|")
+    kind, size, us, busbw = line.split()
+    bw.setdefault((kind, int(size)), []).append(float(busbw))
+kinds = sys.argv[3].split()
+sizes = sorted({s for _, s in bw})
+print(f"all_reduce_perf, np={sys.argv[2]}, out of place, busbw GB/s, medians of {len(bw[(kinds[0], sizes[0])])} interleaved rounds")
+print("| bytes | " + " | ".join(kinds) + " | " + " | ".join(f"{k}/{kinds[0]}" for k in kinds[1:]) + " |")
+print("|---:|" + "---:|" * (2 * len(kinds) - 1))
 for s in sizes:
-    m = lambda d, k: statistics.median(d[(k, s)])
-    a, b = m(bw, "builtin"), m(bw, "plugin")
-    ratio = f"{b / a:.2f}" if a > 0 else "-"
-    print(f"| {s} | {m(t, 'builtin'):.1f} | {m(t, 'plugin'):.1f} | {a:.2f} | {b:.2f} | {ratio} |")
+    m = [statistics.median(bw[(k, s)]) for k in kinds]
+    ratios = [f"{x / m[0]:.2f}" if m[0] > 0 else "-" for x in m[1:]]
+    print(f"| {s} | " + " | ".join(f"{x:.2f}" for x in m) + " | " + " | ".join(ratios) + " |")
 PY
