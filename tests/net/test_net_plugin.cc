@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "transports/net/net_abi.h"
@@ -37,20 +38,35 @@ struct Listen {
   std::deque<std::shared_ptr<Queue>> pending;  // connections not accepted yet
   int acceptCalls = 0;
 };
+struct Request;
+// Each comm owns the requests it handed out that were not completed by test(): a host may close
+// a comm with receives still posted (Atoll's net links always keep some), as NCCL does at abort.
 struct Send {
   std::shared_ptr<Queue> queue;
+  std::set<Request*> pending;
+  ~Send();
 };
 struct Recv {
   std::shared_ptr<Queue> queue;
+  std::set<Request*> pending;
+  ~Recv();
 };
 struct Request {
   bool isSend = false;
+  Send* send = nullptr;
   Recv* recv = nullptr;
   int n = 0;
   void* data[kMaxRecvs] = {};
   size_t sizes[kMaxRecvs] = {};
   int tags[kMaxRecvs] = {};
 };
+Send::~Send() {
+  for (Request* r : pending) delete r;
+}
+Recv::~Recv() {
+  for (Request* r : pending) delete r;
+}
+
 struct Handle {
   uint32_t magic;
   int listenId;
@@ -121,7 +137,7 @@ ncclResult_t connectImpl(void* handle, void** sendComm) {
   }
   auto q = std::make_shared<Queue>();
   it->second->pending.push_back(q);
-  *sendComm = new Send{q};
+  *sendComm = new Send{q, {}};
   return ncclSuccess;
 }
 
@@ -130,7 +146,7 @@ ncclResult_t acceptImpl(void* listenComm, void** recvComm) {
   std::lock_guard<std::mutex> lock(gMutex);
   auto* l = static_cast<Listen*>(listenComm);
   if (++l->acceptCalls < 3 || l->pending.empty()) return ncclSuccess;
-  *recvComm = new Recv{l->pending.front()};
+  *recvComm = new Recv{l->pending.front(), {}};
   l->pending.pop_front();
   return ncclSuccess;
 }
@@ -155,6 +171,8 @@ ncclResult_t isendImpl(void* sendComm, void* data, size_t size, int tag, void** 
   s->queue->messages.push_back({tag, std::vector<char>(p, p + size)});
   auto* r = new Request;
   r->isSend = true;
+  r->send = s;
+  s->pending.insert(r);
   *request = r;
   return ncclSuccess;
 }
@@ -166,6 +184,7 @@ ncclResult_t irecvImpl(void* recvComm, int n, void** data, const size_t* sizes, 
   if (tryAgain()) return ncclSuccess;
   auto* r = new Request;
   r->recv = static_cast<Recv*>(recvComm);
+  r->recv->pending.insert(r);
   r->n = n;
   for (int i = 0; i < n; ++i) {
     r->data[i] = data[i];
@@ -186,6 +205,7 @@ ncclResult_t test(void* request, int* done, int* sizes) {
   auto* r = static_cast<Request*>(request);
   if (r->isSend) {  // sizes deliberately left unset
     *done = 1;
+    r->send->pending.erase(r);
     delete r;
     return ncclSuccess;
   }
@@ -211,15 +231,18 @@ ncclResult_t test(void* request, int* done, int* sizes) {
     if (std::find(found.begin(), found.end(), it) == found.end()) keep.push_back(std::move(*it));
   q.assign(std::make_move_iterator(keep.begin()), std::make_move_iterator(keep.end()));
   *done = 1;
+  r->recv->pending.erase(r);
   delete r;
   return ncclSuccess;
 }
 
 ncclResult_t closeSend(void* c) {
+  std::lock_guard<std::mutex> lock(gMutex);
   delete static_cast<Send*>(c);
   return ncclSuccess;
 }
 ncclResult_t closeRecv(void* c) {
+  std::lock_guard<std::mutex> lock(gMutex);
   delete static_cast<Recv*>(c);
   return ncclSuccess;
 }

@@ -4,13 +4,13 @@
 
 namespace atl::net::ib {
 
-std::optional<FifoSlot> FifoReader::take(const volatile FifoSlot* fifo) {
-  const volatile FifoSlot& s = fifo[next_ % kFifoDepth];
-  // The sequence is written with the rest of the slot in one RDMA write; the fence keeps the
-  // fields' reads after the sequence's.
-  if (s.seq != next_ + 1) return std::nullopt;
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  FifoSlot out{s.addr, s.rkey, s.size, s.tag, 0, s.seq};
+std::optional<FifoSlot> FifoReader::take(const FifoSlot* fifo) {
+  const FifoSlot& s = fifo[next_ % kFifoDepth];
+  // The NIC writes the slot behind the compiler's back: the sequence is read with an acquire load
+  // (never cached in a register, and the fields are read after it), the rest once it matches.
+  if (__atomic_load_n(&s.seq, __ATOMIC_ACQUIRE) != next_ + 1) return std::nullopt;
+  FifoSlot out{__atomic_load_n(&s.addr, __ATOMIC_RELAXED), __atomic_load_n(&s.rkey, __ATOMIC_RELAXED),
+               __atomic_load_n(&s.size, __ATOMIC_RELAXED), __atomic_load_n(&s.tag, __ATOMIC_RELAXED), 0, next_ + 1};
   ++next_;
   return out;
 }

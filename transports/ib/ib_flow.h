@@ -59,7 +59,7 @@ class CreditGrant {
 class FifoReader {
  public:
   /// The next posted receive if its slot has been written (a copy), advancing past it.
-  std::optional<FifoSlot> take(const volatile FifoSlot* fifo);
+  std::optional<FifoSlot> take(const FifoSlot* fifo);
   uint64_t taken() const { return next_; }
 
  private:
