@@ -73,6 +73,11 @@ void NetLink::fail(ncclResult_t code, const std::string& why) {
   err_.store(code, std::memory_order_release);
 }
 
+void NetLink::failCall(const char* what, Status s) {
+  // A plugin call failing on a link means the peer or the path to it is gone.
+  fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), std::string(what) + ": " + lastErrorMessage());
+}
+
 Status NetLink::error() const {
   if (shut_.load(std::memory_order_acquire))
     return ATOLL_ERROR(ncclRemoteError, "rank %d: net link to rank %d (channel %d) was shut down", rank_, peer_, channel_);
@@ -155,7 +160,7 @@ bool NetLink::driveSends() {
     int done = f.request == nullptr ? 1 : 0;  // a skip marker
     Status s = f.request == nullptr ? Status::Ok() : ends_.net->test(f.request, 1, &done, nullptr);
     if (!s.ok()) {
-      fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), "send: " + lastErrorMessage());
+      failCall("send", s);
       return true;
     }
     if (!done) break;
@@ -178,7 +183,7 @@ bool NetLink::driveSends() {
     void* request = nullptr;
     Status s = ends_.net->isend(ends_.sendComm, sendRing_.get() + at, 8 + len, 0, sendMr_, &request);
     if (!s.ok()) {
-      fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), "isend: " + lastErrorMessage());
+      failCall("isend", s);
       return true;
     }
     if (request == nullptr) break;  // the plugin cannot take it yet
@@ -201,7 +206,7 @@ bool NetLink::driveRecvs() {
     void* request = nullptr;
     Status s = ends_.net->irecv(ends_.recvComm, 1, &data, &size, &tag, &recvMr_, &request);
     if (!s.ok()) {
-      fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), "irecv: " + lastErrorMessage());
+      failCall("irecv", s);
       return true;
     }
     if (request == nullptr) break;
@@ -215,7 +220,7 @@ bool NetLink::driveRecvs() {
     int done = 0, size = -1;
     Status s = ends_.net->test(recvs_[slot], 1, &done, &size);
     if (!s.ok()) {
-      fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), "receive: " + lastErrorMessage());
+      failCall("receive", s);
       return true;
     }
     if (!done) break;

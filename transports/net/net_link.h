@@ -65,6 +65,8 @@ class NetLink final : public transport::Connection, public Driven {
   bool driveSends();
   bool driveRecvs();
   void fail(ncclResult_t code, const std::string& why);
+  /// fail() for a plugin call that returned `s`, with the plugin's message.
+  void failCall(const char* what, Status s);
   Status error() const;
 
   Ends ends_;
