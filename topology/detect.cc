@@ -13,13 +13,6 @@ namespace {
 constexpr double kPciLatUs = 0.5;
 constexpr double kNvLinkLatUs = 0.7;
 
-int cpuOfNuma(const Graph& g, int numa) {
-  const int c = g.find(NodeType::Cpu, "cpu" + std::to_string(numa));
-  if (c >= 0) return c;
-  const std::vector<int> cpus = g.ofType(NodeType::Cpu);
-  return cpus.empty() ? -1 : cpus.front();
-}
-
 // The kernel shows a PCIe switch as an upstream port with downstream ports below it; NCCL's PIX
 // means "one switch", so each upstream/downstream pair becomes one node, and the root port is part
 // of the CPU's host bridge.

@@ -1,6 +1,5 @@
 // The fallback when hwloc is absent: NUMA nodes and their CPUs from /sys/devices/system/node, the
 // CPU model and package from /proc/cpuinfo, NICs from /sys/class/net.
-#include <dirent.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -16,16 +15,6 @@ namespace {
 
 constexpr double kSmpLatUs = 0.6;
 constexpr double kMemLatUs = 0.1;
-
-std::vector<std::string> listDir(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) out.emplace_back(e->d_name);
-  ::closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 struct CpuInfo {
   int logical = 0;
@@ -84,7 +73,7 @@ void addNumaDomain(Graph* g, int numa, int ncpus, int package, const std::string
 Status detectCpusSysfs(Graph* g) {
   const CpuInfo info = readCpuInfo();
   bool any = false;
-  for (const std::string& e : listDir("/sys/devices/system/node")) {
+  for (const std::string& e : sysfs::listDir("/sys/devices/system/node")) {
     if (e.rfind("node", 0) != 0 || e.size() < 5 || e.find_first_not_of("0123456789", 4) != std::string::npos) continue;
     const int numa = std::atoi(e.c_str() + 4);
     const std::string list = sysfs::readLine("/sys/devices/system/node/" + e + "/cpulist");
@@ -103,7 +92,7 @@ Status detectCpusSysfs(Graph* g) {
 
 std::vector<PciNic> nicsSysfs() {
   std::vector<PciNic> out;
-  for (const std::string& name : listDir("/sys/class/net")) {
+  for (const std::string& name : sysfs::listDir("/sys/class/net")) {
     if (name == "." || name == "..") continue;
     const std::string busid = sysfs::netdevBusId(name);
     if (busid.empty()) continue;  // loopback, bridges, veth, ifb: not a path off the host

@@ -24,6 +24,8 @@ const char* nodeTypeName(NodeType t) {
       return "leaf";
     case NodeType::Spine:
       return "spine";
+    case NodeType::Net:
+      return "net";
   }
   return "?";
 }
@@ -90,6 +92,13 @@ std::vector<int> Graph::ofType(NodeType type) const {
   for (size_t i = 0; i < nodes_.size(); ++i)
     if (nodes_[i].type == type) out.push_back(static_cast<int>(i));
   return out;
+}
+
+int cpuOfNuma(const Graph& g, int numa) {
+  const int c = g.find(NodeType::Cpu, "cpu" + std::to_string(numa));
+  if (c >= 0) return c;
+  const std::vector<int> cpus = g.ofType(NodeType::Cpu);
+  return cpus.empty() ? -1 : cpus.front();
 }
 
 int Graph::other(int l, int i) const {

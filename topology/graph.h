@@ -1,4 +1,4 @@
-// The topology graph: typed nodes (GPU, CPU, NUMA, PCI, NIC, NVSwitch, leaf, spine) joined by typed
+// The topology graph: typed nodes (GPU, CPU, NUMA, PCI, NIC, net device, NVSwitch, leaf, spine) joined by typed
 // links with bandwidth and latency, and NCCL-style path classes between two nodes.
 #pragma once
 
@@ -7,7 +7,9 @@
 
 namespace atl::topo {
 
-enum class NodeType { Gpu, Cpu, Numa, Pci, Nic, NvSwitch, Leaf, Spine };
+/// Net: a device of the network the communicator uses (a net plugin's device, NCCL's NET node),
+/// hung below the NIC or PCI function it drives (topology/net_nodes.h).
+enum class NodeType { Gpu, Cpu, Numa, Pci, Nic, NvSwitch, Leaf, Spine, Net };
 enum class LinkType { NvLink, Pci, Smp, Net, Local };
 
 /// NCCL's path classes, best first: NVL (NVLink only), PIX (one PCI switch), PXB (several PCI
@@ -26,7 +28,9 @@ struct Node {
   int numa = -1;         // owning NUMA node (Cpu, Numa, devices)
   int index = -1;        // GPU ordinal, CPU package index, NUMA os index
   int ncpus = 0;         // Cpu/Numa: logical CPUs
-  double speedMbps = 0;  // Nic: link speed in Mb/s as /sys and NCCL report it (0 = unknown)
+  double speedMbps = 0;  // Nic, Net: link speed in Mb/s as /sys and NCCL report it (0 = unknown)
+  double latUs = 0;      // Net: the device's reported latency (0 = unknown)
+  int ptrSupport = 0;    // Net: NCCL_PTR_HOST | NCCL_PTR_CUDA | NCCL_PTR_DMABUF
   bool operator==(const Node&) const = default;
 };
 
@@ -77,5 +81,8 @@ class Graph {
   std::vector<Link> links_;
   std::vector<std::vector<int>> adj_;
 };
+
+/// The CPU node (host bridge) of NUMA domain `numa`, else the first CPU; -1 when there is none.
+int cpuOfNuma(const Graph& g, int numa);
 
 }  // namespace atl::topo

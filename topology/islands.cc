@@ -66,7 +66,10 @@ RankDesc localRankDesc(const Graph* local) {
   if (local) {
     d.numaNodes = static_cast<int32_t>(local->ofType(NodeType::Numa).size());
     d.gpus = static_cast<int32_t>(local->ofType(NodeType::Gpu).size());
-    const std::vector<int> nics = local->ofType(NodeType::Nic);
+    // With the communicator's net devices in the graph, those are what the host's ranks share;
+    // otherwise every NIC the host has (sockets use whichever the route picks).
+    std::vector<int> nics = local->ofType(NodeType::Net);
+    if (nics.empty()) nics = local->ofType(NodeType::Nic);
     d.nics = static_cast<int32_t>(nics.size());
     for (int n : nics) d.netGBs = std::max(d.netGBs, static_cast<float>(local->node(n).speedMbps / 8000.0));
   }

@@ -1,9 +1,11 @@
 #include "topology/sysfs.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <limits.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -19,8 +21,8 @@ std::string readLine(const std::string& path) {
   return line;
 }
 
-int cpulistCount(const std::string& list) {
-  int count = 0;
+std::vector<int> cpulistCpus(const std::string& list) {
+  std::vector<int> cpus;
   size_t pos = 0;
   while (pos < list.size()) {
     size_t comma = list.find(',', pos);
@@ -30,11 +32,39 @@ int cpulistCount(const std::string& list) {
     if (!item.empty()) {
       const int lo = std::atoi(item.c_str());
       const int hi = dash == std::string::npos ? lo : std::atoi(item.c_str() + dash + 1);
-      if (hi >= lo) count += hi - lo + 1;
+      for (int c = lo; c <= hi; ++c) cpus.push_back(c);
     }
     pos = comma + 1;
   }
-  return count;
+  return cpus;
+}
+
+int cpulistCount(const std::string& list) { return static_cast<int>(cpulistCpus(list).size()); }
+
+std::vector<std::string> listDir(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) out.emplace_back(e->d_name);
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int numaOfThisThread() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
+  int best = -1, bestCount = 0;
+  for (const std::string& e : listDir("/sys/devices/system/node")) {
+    if (e.rfind("node", 0) != 0 || e.size() < 5 || !std::isdigit(static_cast<unsigned char>(e[4]))) continue;
+    const int node = std::atoi(e.c_str() + 4);
+    const std::string list = readLine("/sys/devices/system/node/" + e + "/cpulist");
+    int count = 0;
+    for (int c : cpulistCpus(list)) count += c >= 0 && c < CPU_SETSIZE && CPU_ISSET(c, &allowed) ? 1 : 0;
+    if (count > bestCount) best = node, bestCount = count;
+  }
+  return best;
 }
 
 std::string canonicalBusId(const std::string& busid) {
@@ -96,15 +126,23 @@ double netSpeedMbps(const std::string& netdev) {
   return s > 0 ? s : 0;  // -1 when the driver does not know (virtio, down links)
 }
 
+std::string busIdInPath(const std::string& path) {
+  size_t end = path.size();
+  while (end > 0) {
+    const size_t slash = path.rfind('/', end - 1);
+    const size_t start = slash == std::string::npos ? 0 : slash + 1;
+    const std::string part = path.substr(start, end - start);
+    if (looksLikeBusId(part)) return part;
+    if (slash == std::string::npos) break;
+    end = slash;
+  }
+  return "";
+}
+
 std::string netdevBusId(const std::string& netdev) {
-  const std::string path = realPath("/sys/class/net/" + netdev + "/device");
-  const size_t slash = path.rfind('/');
-  const std::string last = slash == std::string::npos ? "" : path.substr(slash + 1);
-  if (looksLikeBusId(last)) return last;
-  // virtio-net: .../0000:00:03.0/virtio2; the PCI function is one level up.
-  const size_t up = slash == std::string::npos ? std::string::npos : path.rfind('/', slash - 1);
-  const std::string parent = up == std::string::npos ? "" : path.substr(up + 1, slash - up - 1);
-  return looksLikeBusId(parent) ? parent : "";
+  // virtio-net sits one level below its PCI function (.../0000:00:03.0/virtio2), a USB NIC below
+  // its controller: the nearest PCI function up the path is where its traffic enters the host.
+  return busIdInPath(realPath("/sys/class/net/" + netdev + "/device"));
 }
 
 std::vector<IbDevice> infinibandDevices() {

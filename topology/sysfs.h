@@ -8,8 +8,13 @@ namespace atl::topo::sysfs {
 
 /// First line of a file, trimmed; empty if unreadable.
 std::string readLine(const std::string& path);
-/// Number of CPUs in a kernel cpulist ("0-3,8,10-11").
+/// Entries of a directory, sorted ("." and ".." included); empty if unreadable.
+std::vector<std::string> listDir(const std::string& dir);
+/// CPUs of a kernel cpulist ("0-3,8,10-11"), and their number.
+std::vector<int> cpulistCpus(const std::string& list);
 int cpulistCount(const std::string& list);
+/// The NUMA node holding most of the CPUs this thread may run on (-1 unknown).
+int numaOfThisThread();
 /// Canonical "dddd:bb:dd.f" (lower case) from any bus id form ("00000000:18:00.0" from NVML too).
 std::string canonicalBusId(const std::string& busid);
 /// Bus ids of the PCI bridges between the host bridge and `busid`, root port first (device excluded).
@@ -20,6 +25,8 @@ int pciNumaNode(const std::string& busid);
 double pciLinkGBs(const std::string& busid);
 /// Netdev speed in Mb/s from /sys/class/net/<name>/speed (0 unknown or down).
 double netSpeedMbps(const std::string& netdev);
+/// The last PCI bus id ("dddd:bb:dd.f") among the components of a sysfs path, empty if none.
+std::string busIdInPath(const std::string& path);
 /// PCI bus id behind a netdev, empty for virtual devices.
 std::string netdevBusId(const std::string& netdev);
 

@@ -9,19 +9,25 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace atl {
 
-topo::RankDesc localPlacement() {
+const topo::Graph* localGraph() {
   // Detection (hwloc) takes ~10 ms and its answer cannot change while the process runs, so ranks
   // that are threads of one process share it.
-  static const topo::RankDesc desc = [] {
-    Result<topo::Graph> g = topo::localTopology();
-    if (!g.ok()) ATOLL_WARN("topology detection failed; continuing with host-level placement only");
-    return topo::localRankDesc(g.ok() ? &*g : nullptr);
+  static const std::optional<topo::Graph> g = []() -> std::optional<topo::Graph> {
+    Result<topo::Graph> r = topo::localTopology();
+    if (r.ok()) return std::move(*r);
+    ATOLL_WARN("topology detection failed; continuing with host-level placement only");
+    return std::nullopt;
   }();
-  topo::RankDesc d = desc;
+  return g ? &*g : nullptr;
+}
+
+topo::RankDesc localPlacement(const topo::Graph* graph) {
+  topo::RankDesc d = topo::localRankDesc(graph != nullptr ? graph : localGraph());
   // Island and host-identity parameters are per rank (threads may differ), so they are read again.
   topo::RankDesc fresh = topo::localRankDesc(nullptr);
   d.islandId = fresh.islandId;

@@ -43,8 +43,11 @@ struct LinkChoice {
 LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPlacement& placement,
                        const net::DeviceProps* netDevice = nullptr, const char* netName = nullptr);
 
-/// This rank's descriptor for the exchange at init (detection runs once per process).
-topo::RankDesc localPlacement();
+/// This host's detected topology (detection runs once per process); null when detection failed.
+const topo::Graph* localGraph();
+/// This rank's descriptor for the exchange at init, from `graph` (the local graph with the net's
+/// devices added, core/net_placement.h) or, when null, from localGraph().
+topo::RankDesc localPlacement(const topo::Graph* graph = nullptr);
 /// Builds islands and selector from every rank's descriptor (indexed by rank).
 Status buildCommTopology(ncclComm* comm, std::span<const topo::RankDesc> ranks);
 

@@ -17,6 +17,7 @@
 #include "core/comm_topology.h"
 #include "core/connect.h"
 #include "core/group.h"
+#include "core/net_placement.h"
 #include "core/nccl_api.h"
 #include "transports/net/net_plugin.h"
 #include "transports/net/net_transport.h"
@@ -113,12 +114,23 @@ Status initComm(ncclComm* comm, int nranks, std::span<const ncclUniqueId> ids, i
   me.flags = peerFlags(!params::getBool(params::Id::ShmDisable));
   std::string host = hostName();
   std::strncpy(me.hostname, host.c_str(), sizeof(me.hostname) - 1);
+  topo::RankDesc placement;
   if (pluginNet != nullptr) {
-    // One device per rank, spread over the net's devices by the rank's device index.
-    const int dev = std::max(comm->cudaDev, 0) % static_cast<int>(pluginNet->devices().size());
+    // One device per rank: the nearest to its buffers in the topology graph; ranks of one host
+    // spread over equally near devices by their device index.
+    const bool gpuBuffers = comm->device->kind() == device::Kind::Cuda;
+    const NetPlacement placed = placeOnNet(*pluginNet, gpuBuffers ? comm->cudaDev : -1, std::max(comm->cudaDev, 0));
+    const int dev = placed.choice.device;
+    ATOLL_INFO(log::kNet, "rank %d: net %s device %d (%s) from %s %s: %s path, %.1f GB/s, %d device(s) as near",
+               rank, pluginNet->name().c_str(), dev, pluginNet->devices()[static_cast<size_t>(dev)].name.c_str(),
+               placed.anchor >= 0 ? topo::nodeTypeName(placed.graph.node(placed.anchor).type) : "host",
+               placed.anchor >= 0 ? placed.graph.node(placed.anchor).id.c_str() : "-",
+               topo::pathTypeName(placed.choice.path.type), placed.choice.path.bwGBs, placed.choice.equals);
     ATOLL_ASSIGN_OR_RETURN(comm->links.net, net::createNetTransport(pluginNet, dev, &me));
     comm->links.netDevice = &pluginNet->devices()[static_cast<size_t>(dev)];
+    placement = localPlacement(&placed.graph);
   } else {
+    placement = localPlacement();
     ATOLL_ASSIGN_OR_RETURN(comm->links.socket, transport::createSocketTransport(bindAddr, &me));
   }
   comm->links.shm = transport::createShmTransport();
@@ -129,7 +141,7 @@ Status initComm(ncclComm* comm, int nranks, std::span<const ncclUniqueId> ids, i
   codec::Writer published;
   published.u32(kPublishedVersion);
   transport::encodePeerInfo(published, me);
-  topo::encodeRankDesc(published, localPlacement());
+  topo::encodeRankDesc(published, placement);
   published.u32(checkCalls);
   ATOLL_ASSIGN_OR_RETURN(comm->bootstrap,
                          bootstrap::Bootstrap::create(ids, rank, nranks, published.data(), &comm->abortFlag));

@@ -99,3 +99,25 @@ if(ATOLL_HAVE_IBVERBS)
   set_tests_properties(net_ib_no_device PROPERTIES TIMEOUT 60 LABELS "net" SKIP_RETURN_CODE 77
                        ENVIRONMENT "NCCL_NET=IB;NCCL_SHM_DISABLE=1")
 endif()
+
+# The net's devices in the topology graph (core/net_placement.h): on the Azure NDv4 layout, the
+# test plugin's device 0 (100 Gb/s) sits below a NIC of NUMA node 0 and device 1 (200 Gb/s) below
+# one of NUMA node 1. Host-buffer ranks on node 0 (every rank on this one-node machine) all take
+# device 0: the nearer path wins over the faster device and over the old "device index mod count".
+set(ATOLL_NET_TOPO_ENV "NCCL_TOPO_FILE=${PROJECT_SOURCE_DIR}/tests/unit/topology_fixtures/azure_ndv4_topo.xml"
+    "ATOLL_TESTNET_PCI=/sys/devices/pci0103:00/0103:00:00.0,/sys/devices/pci0101:00/0101:00:00.0")
+add_test(NAME net_topology_placement
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/expect_status.sh
+                 -m "rank 0: net AtollTest device 0 \\(testnic0\\) from cpu cpu0: PHB path"
+                 -m "rank 1: net AtollTest device 0 \\(testnic0\\) from cpu cpu0: PHB path" -m " 0 failed"
+                 0 $<TARGET_FILE:coll_check> --threads 2 --quick --timeout 60)
+set_tests_properties(net_topology_placement PROPERTIES TIMEOUT 90 LABELS "integration;net"
+                     ENVIRONMENT "${ATOLL_NET_TOPO_ENV};NCCL_DEBUG=INFO;NCCL_DEBUG_SUBSYS=NET;NCCL_SHM_DISABLE=1;NCCL_NET=AtollTest;NCCL_NET_PLUGIN=$<TARGET_FILE:atoll_testnet_v11>")
+add_test(NAME atoll_info_net_topology
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/expect_status.sh
+                 -m "^    dev 0 in the graph: below nic 0103:00:00.0, from cpu cpu0: PHB 12.5 GB/s"
+                 -m "^    dev 1 in the graph: below nic 0101:00:00.0, from cpu cpu0: SYS 24.0 GB/s"
+                 -m "^    a rank with host buffers here takes dev 0 \\(1 device\\(s\\) as near\\)"
+                 0 $<TARGET_FILE:atoll-info> --net)
+set_tests_properties(atoll_info_net_topology PROPERTIES TIMEOUT 30 LABELS "unit;net"
+                     ENVIRONMENT "${ATOLL_NET_TOPO_ENV};UCX_MEM_EVENTS=no;NCCL_NET_PLUGIN=$<TARGET_FILE:atoll_testnet_v11>")

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "transports/net/net_abi.h"
@@ -83,6 +84,24 @@ int ndevs() {
   return v != nullptr ? std::atoi(v) : 2;
 }
 
+// ATOLL_TESTNET_PCI: comma-separated sysfs paths, device i taking entry i (the last repeats), so a
+// test can hang the devices below NICs of an NCCL_TOPO_FILE.
+char* pciPath(int dev) {
+  static std::vector<std::string> paths = [] {
+    std::vector<std::string> out;
+    const char* v = std::getenv("ATOLL_TESTNET_PCI");
+    std::string list = v != nullptr ? v : "/sys/devices/pci0000:00/0000:00:05.0";
+    for (size_t pos = 0; pos <= list.size();) {
+      size_t comma = list.find(',', pos);
+      if (comma == std::string::npos) comma = list.size();
+      out.push_back(list.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+    return out;
+  }();
+  return paths[std::min(static_cast<size_t>(dev), paths.size() - 1)].data();
+}
+
 bool tryAgain() { return (gCalls++ % 2) == 0; }
 
 ncclResult_t devices(int* n) {
@@ -94,10 +113,9 @@ template <class P>
 ncclResult_t properties(int dev, P* p) {
   if (dev < 0 || dev >= ndevs()) return ncclInvalidArgument;
   static char name[2][16] = {"testnic0", "testnic1"};
-  static char path[] = "/sys/devices/pci0000:00/0000:00:05.0";
   std::memset(p, 0, sizeof(*p));
   p->name = name[dev % 2];
-  p->pciPath = path;
+  p->pciPath = pciPath(dev);
   p->guid = 0x1000 + static_cast<uint64_t>(dev);
   p->ptrSupport = abi::kPtrHost;
   p->speed = 100000 * (dev + 1);

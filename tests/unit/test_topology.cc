@@ -14,6 +14,7 @@
 #include "tests/unit/topology_xml_errors.h"
 #include "topology/detect.h"
 #include "topology/fabric.h"
+#include "tests/unit/hand_graph.h"
 #include "topology/graph.h"
 #include "topology/islands.h"
 #include "topology/summary.h"
@@ -21,21 +22,9 @@
 #include "topology/topo_xml.h"
 #include "topology/xml.h"
 
-namespace topo = atl::topo;
-using topo::Graph;
-using topo::LinkType;
-using topo::NodeType;
-using topo::PathType;
+using atl::topo::test::add;
 
 namespace {
-
-int add(Graph* g, NodeType t, const std::string& id, int numa = 0) {
-  topo::Node n;
-  n.type = t;
-  n.id = id;
-  n.numa = numa;
-  return g->addNode(n);
-}
 
 // Two sockets; socket 0 has switch A (gpu0, gpu1, nic0) and switch B (gpu2) under a common switch;
 // gpu0-gpu1 also share NVLink; socket 1 has gpu3 directly.

@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "tests/unit/topology_xml_errors.h"
+#include "tests/unit/hand_graph.h"
 #include "topology/graph.h"
 #include "topology/topo_xml.h"
 
@@ -15,11 +16,6 @@
 #error "tests/unit/topology.cmake defines ATOLL_TOPO_FIXTURES"
 #endif
 
-namespace topo = atl::topo;
-using topo::Graph;
-using topo::LinkType;
-using topo::NodeType;
-using topo::PathType;
 
 namespace {
 

@@ -1,6 +1,6 @@
 # topology/: graph and path classes, detection, XML, fabric files, islands, synthetic clusters.
 add_executable(test_topology ${CMAKE_CURRENT_LIST_DIR}/test_topology.cc
-               ${CMAKE_CURRENT_LIST_DIR}/test_topology_fixtures.cc)
+               ${CMAKE_CURRENT_LIST_DIR}/test_topology_fixtures.cc ${CMAKE_CURRENT_LIST_DIR}/test_net_nodes.cc)
 target_link_libraries(test_topology PRIVATE atoll_static GTest::gtest_main)
 target_compile_definitions(test_topology PRIVATE ATOLL_TOPO_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/topology_fixtures")
 gtest_discover_tests(test_topology DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60 LABELS unit)

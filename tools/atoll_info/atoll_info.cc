@@ -13,6 +13,7 @@
 
 #include "base/params.h"
 #include "core/comm_topology.h"
+#include "core/net_placement.h"
 #include "nccl.h"
 #include "perf/common/tool_env.h"
 #include "topology/detect.h"
@@ -136,8 +137,28 @@ int printTopology(int nranks) {
   return printTransports(ranks, *comm) ? 0 : 1;
 }
 
-// NCCL_NET_PLUGIN's search (transports/net/net_plugin.h): what was tried, then each usable net and
-// its devices.
+// Where a net's devices sit in this host's topology graph (core/net_placement.h), and the one a rank
+// with host buffers on this thread's NUMA node would take.
+void printNetPlacement(const atl::net::PluginNet& net) {
+  const atl::NetPlacement placed = atl::placeOnNet(net, -1, 0);
+  const atl::topo::Graph& g = placed.graph;
+  for (size_t d = 0; d < placed.netNodes.size(); ++d) {
+    const int self = placed.netNodes[d];
+    const std::vector<int>& links = g.linksOf(self);
+    if (links.empty() || placed.anchor < 0) continue;
+    const atl::topo::Node& parent = g.node(g.other(links.front(), self));
+    const atl::topo::Path path = g.path(placed.anchor, self);
+    const std::string label = parent.id + (parent.name.empty() ? "" : " (" + parent.name + ")");
+    std::printf("    dev %zu in the graph: below %s %s, from %s %s: %s %.1f GB/s %.1f us\n", d,
+                atl::topo::nodeTypeName(parent.type), label.c_str(), atl::topo::nodeTypeName(g.node(placed.anchor).type),
+                g.node(placed.anchor).id.c_str(), atl::topo::pathTypeName(path.type), path.bwGBs, path.latUs);
+  }
+  std::printf("    a rank with host buffers here takes dev %d (%d device(s) as near)\n", placed.choice.device,
+              placed.choice.equals);
+}
+
+// NCCL_NET_PLUGIN's search (transports/net/net_plugin.h): what was tried, then each usable net, its
+// devices and their place in the topology graph.
 int printNets() {
   const std::string& list = params::getString(params::Id::NetPlugin);
   std::printf("Net plugins (NCCL_NET_PLUGIN=%s):\n", list.empty() ? "(unset)" : list.c_str());
@@ -155,6 +176,7 @@ int printNets() {
                   p.pciPath.empty() ? "-" : p.pciPath.c_str(),
                   p.railId >= 0 ? (" rail " + std::to_string(p.railId)).c_str() : "");
     }
+    printNetPlacement(*net);
   }
   std::printf("Built in: Socket (Atoll's TCP transport).\n");
   const std::string& want = params::getString(params::Id::Net);

@@ -1,11 +1,14 @@
 #include "transports/net/socket_net.h"
 
 #include <sys/socket.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <random>
 #include <string>
 
@@ -45,6 +48,8 @@ struct Device {
   bool found = false;
   SockAddr addr;
   std::string ifname;
+  std::string pciPath;  // the interface's device in sysfs, as NCCL's socket net reports it
+  int speedMbps = 10000;  // what NCCL's socket net assumes without a reading
 };
 
 const Device& device() {
@@ -54,6 +59,12 @@ const Device& device() {
     if (a.ok()) {
       d.addr = *a;
       d.found = true;
+      // Loopback and veth have no device link and virtio reports speed -1: both keep the defaults.
+      char path[PATH_MAX];
+      if (::realpath(("/sys/class/net/" + d.ifname + "/device").c_str(), path) != nullptr) d.pciPath = path;
+      std::ifstream speed("/sys/class/net/" + d.ifname + "/speed");
+      int mbps = 0;
+      if (speed >> mbps && mbps > 0) d.speedMbps = mbps;
     }
     return d;
   }();
@@ -216,11 +227,12 @@ ncclResult_t getProperties(int dev, abi::Props11* p) {
   static std::string name = device().ifname;
   std::memset(p, 0, sizeof(*p));
   p->name = name.data();
-  p->pciPath = nullptr;  // a socket has no PCI device of its own
+  static std::string pciPath = device().pciPath;
+  p->pciPath = pciPath.empty() ? nullptr : pciPath.data();
   p->guid = 0;
   p->ptrSupport = abi::kPtrHost;
   p->regIsGlobal = 1;
-  p->speed = 10000;  // Mbps: what NCCL's socket net assumes without a reading
+  p->speed = device().speedMbps;
   p->latency = 0;
   p->maxComms = 65536;
   p->maxRecvs = kMaxRecvs;
