@@ -80,10 +80,11 @@ void NetLink::failCall(const char* what, Status s) {
 
 Status NetLink::error() const {
   if (shut_.load(std::memory_order_acquire))
-    return ATOLL_ERROR(ncclRemoteError, "rank %d: net link to rank %d (channel %d) was shut down", rank_, peer_, channel_);
+    return ATOLL_ERROR(ncclRemoteError, "net: rank %d: link to peer rank %d (channel %d) was shut down", rank_, peer_,
+                       channel_);
   const int code = err_.load(std::memory_order_acquire);
   if (code == ncclSuccess) return Status::Ok();
-  return ATOLL_ERROR(static_cast<ncclResult_t>(code), "rank %d: net link to rank %d (%s, channel %d, net %s) failed: %s",
+  return ATOLL_ERROR(static_cast<ncclResult_t>(code), "net: rank %d: link to peer rank %d (%s, channel %d, net %s) failed: %s",
                      rank_, peer_, ends_.peerWhere.c_str(), channel_, ends_.net->name().c_str(), why_.c_str());
 }
 
@@ -127,6 +128,9 @@ Result<std::span<const std::byte>> NetLink::peek() {
 }
 
 void NetLink::consume(size_t n) {
+  // Nothing consumed (after an empty peek, as the one-sided engine does) must not step past a slot
+  // that has not arrived: its size is stale or 0, and stepping would free it before it is read.
+  if (n == 0) return;
   readOff_ += n;
   if (readOff_ < recvSize_[readSlot_ % kChunks]) return;
   readOff_ = 0;
