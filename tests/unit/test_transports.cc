@@ -35,8 +35,10 @@ enum class Kind { Shm, Socket, Net };
 const char* kindName(Kind k) { return k == Kind::Shm ? "Shm" : k == Kind::Socket ? "Socket" : "Net"; }
 
 net::PluginNet* socketNet() {
-  static const net::LoadResult loaded = net::loadPlugins(ATOLL_NET_PLUGIN_PATH);
-  return net::pickNet(loaded, "Socket");
+  // Never torn down, as processNets() keeps its plugins: a net destroyed at exit would touch this
+  // thread's error slot after the thread's storage is gone.
+  static const net::LoadResult* loaded = new net::LoadResult(net::loadPlugins(ATOLL_NET_PLUGIN_PATH));
+  return net::pickNet(*loaded, "Socket");
 }
 
 // ---------------------------------------------------------------------------------------------
