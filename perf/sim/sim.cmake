@@ -1,0 +1,3 @@
+# atoll-sim (issue 15): the simulator's parts, as a library its tests and the binary share.
+add_library(atoll_sim STATIC ${CMAKE_CURRENT_LIST_DIR}/max_min.cc)
+target_include_directories(atoll_sim PUBLIC ${PROJECT_SOURCE_DIR})
