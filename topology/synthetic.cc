@@ -30,18 +30,15 @@ int addNode(Graph* g, NodeType t, std::string id, int numa, int index = -1) {
   return g->addNode(std::move(n));
 }
 
-struct Placement {
-  int leaf = 0, island = 0, group = 0;
-};
-Placement place(const ClusterSpec& s, int node) {
-  Placement p;
+}  // namespace
+
+NodePlacement placeNode(const ClusterSpec& s, int node) {
+  NodePlacement p;
   p.leaf = node / std::max(1, s.nodesPerLeaf);
   p.island = p.leaf / std::max(1, s.leavesPerIsland);
   p.group = s.islandsPerGroup > 0 ? p.island / s.islandsPerGroup : 0;
   return p;
 }
-
-}  // namespace
 
 Graph syntheticNode(const NodeSpec& spec, const std::string& prefix) {
   Graph g;
@@ -94,7 +91,7 @@ Graph syntheticClusterGraph(const ClusterSpec& spec) {
   std::vector<int> spineOf;              // [island]
   std::vector<int> groupOfSpine;
   for (int n = 0; n < spec.nodes; ++n) {
-    const Placement p = place(spec, n);
+    const NodePlacement p = placeNode(spec, n);
     const std::string prefix = hostName(n) + "/";
     const Graph host = syntheticNode(spec.node, prefix);
     const int base = static_cast<int>(g.nodes().size());
@@ -103,7 +100,7 @@ Graph syntheticClusterGraph(const ClusterSpec& spec) {
     while (static_cast<int>(spineOf.size()) <= p.island) {
       const int island = static_cast<int>(spineOf.size());
       const int s = addNode(&g, NodeType::Spine, "spine" + std::to_string(island), -1, island);
-      const int grp = place(spec, island * std::max(1, spec.leavesPerIsland) * std::max(1, spec.nodesPerLeaf)).group;
+      const int grp = placeNode(spec, island * std::max(1, spec.leavesPerIsland) * std::max(1, spec.nodesPerLeaf)).group;
       // Dragonfly+: spines of one group all-to-all at the group level, across groups at the global level.
       for (size_t o = 0; o < spineOf.size(); ++o) {
         const bool same = groupOfSpine[o] == grp;
@@ -153,7 +150,7 @@ Result<Cluster> syntheticCluster(const ClusterSpec& spec) {
   f.levels[static_cast<size_t>(Level::Global)] =
       LevelSpec{true, nicGBs * std::max(1, spec.node.nics), spec.globalLatUs, spec.globalOversub};
   for (int n = 0; n < spec.nodes; ++n) {
-    const Placement p = place(spec, n);
+    const NodePlacement p = placeNode(spec, n);
     f.hosts.push_back(FabricHost{hostName(n), "leaf" + std::to_string(p.leaf), "island" + std::to_string(p.island),
                                  "group" + std::to_string(p.group)});
     for (int gpu = 0; gpu < spec.node.gpus; ++gpu) {
@@ -171,7 +168,7 @@ Result<Cluster> syntheticCluster(const ClusterSpec& spec) {
   ATOLL_ASSIGN_OR_RETURN(c.islands, buildIslandMap(c.ranks, &c.fabric));
   for (const std::vector<int>& members : c.islands.members) {
     const int node = members.front() / spec.node.gpus;
-    c.groupOfIsland.push_back(place(spec, node).group);
+    c.groupOfIsland.push_back(placeNode(spec, node).group);
   }
   c.levels = fabricLevels(c.ranks, c.islands, &c.fabric);
   return c;

@@ -37,6 +37,12 @@ struct Cluster {
   FabricLevels levels;
 };
 
+/// Where host `node` sits: its leaf, island (pod) and Dragonfly+ group (0 without groups).
+struct NodePlacement {
+  int leaf = 0, island = 0, group = 0;
+};
+NodePlacement placeNode(const ClusterSpec& spec, int node);
+
 /// One host: sockets (CPU + NUMA), a PCI switch per GPU pair with its rail NIC, optional NVSwitch.
 /// `prefix` is prepended to every node id so several hosts can share one graph.
 Graph syntheticNode(const NodeSpec& spec, const std::string& prefix = "");

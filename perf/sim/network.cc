@@ -1,0 +1,105 @@
+#include "perf/sim/network.h"
+
+#include <algorithm>
+
+#include "topology/graph.h"
+
+namespace atl::sim {
+
+namespace {
+constexpr double kNvLinkPortGBs = topo::kNvLinkGBs * 18;  // one GPU's NVLinks to the NVSwitch, per direction
+constexpr double kNvLinkLatUs = 0.7;
+}  // namespace
+
+uint32_t Network::addPair(double gbs) {
+  capacity_.push_back(gbs);
+  capacity_.push_back(gbs);
+  return static_cast<uint32_t>(capacity_.size() - 2);
+}
+
+Network::Network(const topo::ClusterSpec& spec) : spec_(spec) {
+  const int nodes = std::max(1, spec.nodes);
+  perNode_ = std::max(1, spec.node.gpus);
+  rails_ = std::max(1, spec.node.nics);
+  gpus_ = nodes * perNode_;
+  for (int n = 0; n < nodes; ++n) place_.push_back(topo::placeNode(spec, n));
+  const int leaves = place_.back().leaf + 1, islands = place_.back().island + 1;
+  groups_ = place_.back().group + 1;
+  const double nicGBs = spec.node.nicGbps / 8;
+  const int nodesPerLeaf = std::max(1, spec.nodesPerLeaf);
+  // Link ids come in blocks, each an (out, in) pair per unit, in this order.
+  nvlink_ = static_cast<uint32_t>(capacity_.size());
+  for (int g = 0; g < gpus_; ++g) addPair(spec.node.nvswitch ? kNvLinkPortGBs : nicGBs);
+  nic_ = static_cast<uint32_t>(capacity_.size());
+  for (int i = 0; i < nodes * rails_; ++i) addPair(nicGBs);
+  // A rail's leaf reaches the spine with its hosts' NIC bandwidth over the island's oversubscription.
+  leafUp_ = static_cast<uint32_t>(capacity_.size());
+  for (int i = 0; i < leaves * rails_; ++i) addPair(nicGBs * nodesPerLeaf / spec.islandOversub);
+  const double hostGBs = nicGBs * rails_;
+  const int nodesPerIsland = nodesPerLeaf * std::max(1, spec.leavesPerIsland);
+  if (spec.islandsPerGroup > 0) {
+    // Dragonfly+: an island's uplink into its group, then each group's global bandwidth split
+    // evenly over links to every other group.
+    islandUp_ = static_cast<uint32_t>(capacity_.size());
+    for (int i = 0; i < islands; ++i) addPair(hostGBs * nodesPerIsland / spec.groupOversub);
+    const double groupGBs = hostGBs * nodesPerIsland * spec.islandsPerGroup / spec.globalOversub;
+    global_ = static_cast<uint32_t>(capacity_.size());
+    for (int i = 0; i < groups_ * groups_; ++i) capacity_.push_back(groups_ > 1 ? groupGBs / (groups_ - 1) : groupGBs);
+  } else {
+    // Fat-tree: islands meet in a non-blocking core through their oversubscribed uplinks.
+    islandUp_ = static_cast<uint32_t>(capacity_.size());
+    for (int i = 0; i < islands; ++i) addPair(hostGBs * nodesPerIsland / spec.globalOversub);
+  }
+}
+
+int Network::railOf(int gpu) const { return (gpu % perNode_) * rails_ / perNode_; }
+
+int Network::level(int a, int b) const {
+  const int na = a / perNode_, nb = b / perNode_;
+  if (na == nb) return 0;
+  const topo::NodePlacement& pa = place_[static_cast<size_t>(na)];
+  const topo::NodePlacement& pb = place_[static_cast<size_t>(nb)];
+  if (pa.leaf == pb.leaf && railOf(a) == railOf(b)) return 1;
+  if (pa.island == pb.island) return 2;
+  if (spec_.islandsPerGroup > 0 && pa.group == pb.group) return 3;
+  return 4;
+}
+
+void Network::route(int a, int b, std::vector<uint32_t>* links) const {
+  if (a == b) return;
+  const int na = a / perNode_, nb = b / perNode_;
+  if (na == nb) {
+    links->push_back(nvlink_ + 2 * static_cast<uint32_t>(a));
+    links->push_back(nvlink_ + 2 * static_cast<uint32_t>(b) + 1);
+    return;
+  }
+  // A GPU's traffic leaves on its rail's NIC and arrives on the peer's; rails meet only above the
+  // leaves.
+  const int ra = railOf(a), rb = railOf(b);
+  const topo::NodePlacement& pa = place_[static_cast<size_t>(na)];
+  const topo::NodePlacement& pb = place_[static_cast<size_t>(nb)];
+  links->push_back(nic_ + 2 * static_cast<uint32_t>(na * rails_ + ra));
+  if (level(a, b) > 1) {
+    links->push_back(leafUp_ + 2 * static_cast<uint32_t>(pa.leaf * rails_ + ra));
+    if (pa.island != pb.island) {
+      links->push_back(islandUp_ + 2 * static_cast<uint32_t>(pa.island));
+      if (spec_.islandsPerGroup > 0 && pa.group != pb.group)
+        links->push_back(global_ + static_cast<uint32_t>(pa.group * groups_ + pb.group));
+      links->push_back(islandUp_ + 2 * static_cast<uint32_t>(pb.island) + 1);
+    }
+    links->push_back(leafUp_ + 2 * static_cast<uint32_t>(pb.leaf * rails_ + rb) + 1);
+  }
+  links->push_back(nic_ + 2 * static_cast<uint32_t>(nb * rails_ + rb) + 1);
+}
+
+double Network::latencyUs(int a, int b) const {
+  switch (level(a, b)) {
+    case 0: return a == b ? 0 : kNvLinkLatUs;
+    case 1: return spec_.leafLatUs;
+    case 2: return spec_.islandLatUs;
+    case 3: return spec_.groupLatUs;
+    default: return spec_.globalLatUs;
+  }
+}
+
+}  // namespace atl::sim

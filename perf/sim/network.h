@@ -1,0 +1,44 @@
+// The links atoll-sim shares among flows, for a synthetic cluster (topology/synthetic.h): each
+// GPU's NVLink port to its node's NVSwitch, each rail NIC, each leaf's uplinks to its island's
+// spine, and above the islands either one non-blocking core (fat-tree: only each island's uplink,
+// oversubscribed, limits) or Dragonfly+ groups joined pairwise by global links (minimal routing:
+// traffic between two groups shares their one link). Links are directional, so a ring's
+// send and receive on one port do not compete. Routes are computed, not stored: a 100k-GPU
+// cluster holds O(nodes) links and no per-pair table.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "topology/synthetic.h"
+
+namespace atl::sim {
+
+class Network {
+ public:
+  explicit Network(const topo::ClusterSpec& spec);
+
+  int gpus() const { return gpus_; }
+  /// Every link's capacity in GB/s, indexed by the ids routes use.
+  const std::vector<double>& capacity() const { return capacity_; }
+  /// Appends the links a transfer from GPU (rank) a to b crosses; none for a == b.
+  void route(int a, int b, std::vector<uint32_t>* links) const;
+  /// One-way latency from a to b in microseconds: the sum of the levels it crosses.
+  double latencyUs(int a, int b) const;
+  /// The level a and b meet at: 0 same node, 1 one leaf switch (same leaf and rail), 2 island,
+  /// 3 group, 4 global.
+  int level(int a, int b) const;
+  /// The rail NIC GPU `gpu` sends on: g * rails / gpus-per-node, as synthetic nodes place them.
+  int railOf(int gpu) const;
+
+ private:
+  uint32_t addPair(double gbs);  // an out and an in link; returns the out id (in = out + 1)
+
+  topo::ClusterSpec spec_;
+  int gpus_ = 0, perNode_ = 1, rails_ = 1, groups_ = 1;
+  std::vector<topo::NodePlacement> place_;  // per node
+  std::vector<double> capacity_;
+  uint32_t nvlink_ = 0, nic_ = 0, leafUp_ = 0, islandUp_ = 0, groupUp_ = 0, global_ = 0;
+};
+
+}  // namespace atl::sim
