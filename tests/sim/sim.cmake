@@ -8,3 +8,6 @@ gtest_discover_tests(test_sim_network DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60
 add_executable(test_sim_programs ${CMAKE_CURRENT_LIST_DIR}/test_programs.cc)
 target_link_libraries(test_sim_programs PRIVATE atoll_sim GTest::gtest_main)
 gtest_discover_tests(test_sim_programs DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60 LABELS "unit;sim")
+add_executable(test_sim_executor ${CMAKE_CURRENT_LIST_DIR}/test_executor.cc)
+target_link_libraries(test_sim_executor PRIVATE atoll_sim GTest::gtest_main)
+gtest_discover_tests(test_sim_executor DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60 LABELS "unit;sim")
