@@ -35,10 +35,19 @@ struct Conn {
 struct Flow {
   int prog = 0;
   uint64_t conn = 0;
-  double remaining = 0;  // bytes
+  double remaining = 0;  // bytes, as of `since`
+  double since = 0;      // when remaining was last brought up to date
   double rate = 0;       // bytes per microsecond
   double latUs = 0;
+  uint32_t version = 0;  // bumped at each rate change: older finish entries are stale
+  bool live = false;
   std::vector<uint32_t> path;
+};
+
+struct Finish {
+  double t;
+  uint32_t flow, version;
+  bool operator>(const Finish& o) const { return t > o.t; }
 };
 
 enum class Ev { StepStart, LocalDone, Arrive, Reduced };
@@ -60,31 +69,22 @@ class Sim {
   }
 
   SimResult run() {
+    linkFlows_.resize(net_.capacity().size());
     for (size_t i = 0; i < progs_.size(); ++i) at(cost_.stepOverheadUs, Ev::StepStart, static_cast<int>(i));
     while (true) {
-      if (changed_) solve();
-      double tFlow = kInf;
-      for (const Flow& f : flows_) tFlow = std::min(tFlow, now_ + f.remaining / f.rate);
+      if (!dirty_.empty()) solve();
+      while (!finishes_.empty() && finishes_.top().version != flows_[finishes_.top().flow].version) finishes_.pop();
+      const double tFlow = finishes_.empty() ? kInf : finishes_.top().t;
       const double tTimer = timers_.empty() ? kInf : timers_.top().t;
       const double t = std::min(tFlow, tTimer);
       if (t == kInf) break;
-      const double dt = t - now_;
       now_ = t;
-      for (size_t i = 0; i < flows_.size();) {
-        Flow& f = flows_[i];
-        f.remaining -= f.rate * dt;
-        // Finished: its time was this event's (rounding may leave a sliver).
-        if (f.remaining <= f.rate * 1e-9 * std::max(1.0, now_) || f.remaining <= 0) {
-          const Flow done = std::move(f);
-          if (i + 1 != flows_.size()) f = std::move(flows_.back());
-          flows_.pop_back();
-          changed_ = true;
-          at(now_ + done.latUs, Ev::Arrive, done.prog, done.conn);
-          progs_[static_cast<size_t>(done.prog)].sendDone = true;
-          maybeNext(done.prog);
-        } else {
-          ++i;
-        }
+      // Every flow due now ends (rates only change at events, so its finish time is exact).
+      while (!finishes_.empty() && finishes_.top().t <= now_) {
+        const Finish f = finishes_.top();
+        finishes_.pop();
+        if (f.version != flows_[f.flow].version) continue;
+        endFlow(f.flow);
       }
       while (!timers_.empty() && timers_.top().t <= now_) {
         const Timer tm = timers_.top();
@@ -97,21 +97,90 @@ class Sim {
     return result_;
   }
 
- private:
   void at(double t, Ev ev, int prog, uint64_t conn = 0) { timers_.push(Timer{t, ev, prog, conn}); }
 
   uint64_t connKey(int src, int dst, int channel) const {
     return (static_cast<uint64_t>(src) * n_ + static_cast<uint64_t>(dst)) * 64 + static_cast<uint64_t>(channel & 63);
   }
 
+  // Flows whose links changed (a flow came or went), and every flow sharing a link with them,
+  // transitively: only that component's rates can move, so only it is solved again.
   void solve() {
-    changed_ = false;
-    if (flows_.empty()) return;
     ++result_.solves;
+    std::vector<uint32_t> links, comp;
+    for (uint32_t l : dirty_)
+      if (!linkSeen_[l]) linkSeen_[l] = 1, links.push_back(l);
+    dirty_.clear();
+    for (size_t i = 0; i < links.size(); ++i)
+      for (uint32_t f : linkFlows_[links[i]])
+        if (!flowSeen_[f]) {
+          flowSeen_[f] = 1;
+          comp.push_back(f);
+          for (uint32_t l : flows_[f].path)
+            if (!linkSeen_[l]) linkSeen_[l] = 1, links.push_back(l);
+        }
+    // The component's links, renumbered for the solver.
+    std::vector<double> cap;
+    for (size_t i = 0; i < links.size(); ++i) {
+      local_[links[i]] = static_cast<uint32_t>(i);
+      cap.push_back(net_.capacity()[links[i]]);
+    }
     FlowPaths fp;
-    for (const Flow& f : flows_) fp.add(f.path);
-    const std::vector<double> rates = maxMinRates(net_.capacity(), fp);
-    for (size_t i = 0; i < flows_.size(); ++i) flows_[i].rate = rates[i] * 1e3;  // GB/s -> bytes/us
+    std::vector<uint32_t> path;
+    for (uint32_t f : comp) {
+      path.clear();
+      for (uint32_t l : flows_[f].path) path.push_back(local_[l]);
+      fp.add(path);
+    }
+    const std::vector<double> rates = maxMinRates(cap, fp);
+    for (size_t i = 0; i < comp.size(); ++i) {
+      Flow& fl = flows_[comp[i]];
+      fl.remaining -= fl.rate * (now_ - fl.since);
+      fl.since = now_;
+      fl.rate = rates[i] * 1e3;  // GB/s -> bytes/us
+      finishes_.push(Finish{now_ + std::max(0.0, fl.remaining) / fl.rate, comp[i], ++fl.version});
+      flowSeen_[comp[i]] = 0;
+    }
+    for (uint32_t l : links) linkSeen_[l] = 0;
+  }
+
+  uint32_t addFlow(Flow f) {
+    uint32_t id;
+    if (!freeFlows_.empty()) {
+      id = freeFlows_.back();
+      freeFlows_.pop_back();
+      f.version = flows_[id].version + 1;
+      flows_[id] = std::move(f);
+    } else {
+      id = static_cast<uint32_t>(flows_.size());
+      flows_.push_back(std::move(f));
+      flowSeen_.push_back(0);
+    }
+    Flow& fl = flows_[id];
+    fl.live = true;
+    fl.since = now_;
+    fl.rate = 0;
+    for (uint32_t l : fl.path) {
+      linkFlows_[l].push_back(id);
+      dirty_.push_back(l);
+    }
+    if (linkSeen_.size() < linkFlows_.size()) linkSeen_.resize(linkFlows_.size(), 0), local_.resize(linkFlows_.size(), 0);
+    return id;
+  }
+
+  void endFlow(uint32_t id) {
+    Flow& fl = flows_[id];
+    fl.live = false;
+    ++fl.version;
+    for (uint32_t l : fl.path) {
+      std::vector<uint32_t>& on = linkFlows_[l];
+      on.erase(std::find(on.begin(), on.end(), id));
+      dirty_.push_back(l);
+    }
+    freeFlows_.push_back(id);
+    at(now_ + fl.latUs, Ev::Arrive, fl.prog, fl.conn);
+    progs_[static_cast<size_t>(fl.prog)].sendDone = true;
+    maybeNext(fl.prog);
   }
 
   void handle(const Timer& tm) {
@@ -162,8 +231,7 @@ class Sim {
         at(now_ + f.latUs, Ev::Arrive, id, f.conn);  // nothing to share: arrives at once
       } else {
         pg.sendDone = false;
-        flows_.push_back(std::move(f));
-        changed_ = true;
+        addFlow(std::move(f));
       }
     }
     if (s.recvPeer >= 0 && s.recvCount > 0) {
@@ -210,10 +278,15 @@ class Sim {
   const uint64_t n_;
   std::vector<Prog> progs_;
   std::unordered_map<uint64_t, Conn> conns_;
-  std::vector<Flow> flows_;
+  std::vector<Flow> flows_;  // slots; ended ones are reused (freeFlows_)
+  std::vector<uint32_t> freeFlows_;
+  std::vector<std::vector<uint32_t>> linkFlows_;  // live flows on each link
+  std::vector<uint32_t> dirty_;                   // links whose flows changed since the last solve
+  std::vector<uint8_t> linkSeen_, flowSeen_;      // scratch marks for solve()
+  std::vector<uint32_t> local_;                   // link -> index within the component solved
+  std::priority_queue<Finish, std::vector<Finish>, std::greater<>> finishes_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   double now_ = 0;
-  bool changed_ = false;
   SimResult result_;
 };
 
