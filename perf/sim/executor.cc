@@ -40,7 +40,6 @@ struct Flow {
   double rate = 0;       // bytes per microsecond
   double latUs = 0;
   uint32_t version = 0;  // bumped at each rate change: older finish entries are stale
-  bool live = false;
   std::vector<uint32_t> path;
 };
 
@@ -157,7 +156,6 @@ class Sim {
       flowSeen_.push_back(0);
     }
     Flow& fl = flows_[id];
-    fl.live = true;
     fl.since = now_;
     fl.rate = 0;
     for (uint32_t l : fl.path) {
@@ -170,7 +168,6 @@ class Sim {
 
   void endFlow(uint32_t id) {
     Flow& fl = flows_[id];
-    fl.live = false;
     ++fl.version;
     for (uint32_t l : fl.path) {
       std::vector<uint32_t>& on = linkFlows_[l];

@@ -7,7 +7,6 @@
 #include "transports/net/net_plugin.h"
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <vector>
@@ -27,14 +26,8 @@ const topo::Graph* localGraph() {
 }
 
 topo::RankDesc localPlacement(const topo::Graph* graph) {
-  topo::RankDesc d = topo::localRankDesc(graph != nullptr ? graph : localGraph());
-  // Island and host-identity parameters are per rank (threads may differ), so they are read again.
-  topo::RankDesc fresh = topo::localRankDesc(nullptr);
-  d.islandId = fresh.islandId;
-  d.islandSize = fresh.islandSize;
-  d.hostHash = fresh.hostHash;
-  std::memcpy(d.hostName, fresh.hostName, sizeof d.hostName);
-  return d;
+  // Built per call: island and host-identity parameters are per rank (threads may differ).
+  return topo::localRankDesc(graph != nullptr ? graph : localGraph());
 }
 
 LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPlacement& placement,
