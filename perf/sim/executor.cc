@@ -23,6 +23,8 @@ struct Prog {
   size_t run = 0;
   uint32_t rep = 0;
   bool sendDone = true, recvDone = true;
+  int64_t flow = -1;  // the step's send while it is a live flow
+  bool done() const { return run == p->runs.size(); }
 };
 
 // One direction of one channel between two ranks: a byte stream, so flows arrive in order.
@@ -58,6 +60,37 @@ struct Timer {
   bool operator>(const Timer& o) const { return t > o.t; }
 };
 
+// Equal up to floating-point noise: times and byte counts come out of different sums each period.
+bool close(double a, double b, double scale) { return std::fabs(a - b) <= 1e-9 * scale + 1e-6; }
+
+// The state fast-forward compares, relative to the snapshot's time.
+struct Snapshot {
+  struct P {
+    size_t run;
+    uint32_t rep;
+    bool sendDone, recvDone;
+    double left, rate;  // the live flow's bytes left and rate; left < 0: none
+  };
+  struct T {
+    int prog;
+    Ev ev;
+    uint64_t conn;
+    double ahead;
+    bool operator<(const T& o) const {
+      return prog != o.prog ? prog < o.prog : ev != o.ev ? ev < o.ev : conn != o.conn ? conn < o.conn : ahead < o.ahead;
+    }
+  };
+  struct C {
+    uint64_t key, posted, arrived;
+    bool waiting;
+  };
+  double t = 0;
+  uint64_t steps = 0, flows = 0, programsDone = 0;
+  std::vector<P> progs;
+  std::vector<T> timers;
+  std::vector<C> conns;  // by key
+};
+
 class Sim {
  public:
   Sim(const Network& net, const std::vector<std::vector<CompressedProgram>>& programs, const CostParams& cost)
@@ -67,16 +100,27 @@ class Sim {
         if (!p.runs.empty()) progs_.push_back(Prog{static_cast<int>(r), &p});
   }
 
+  static constexpr size_t kSnapshots = 16;  // periods of up to this many reference steps are found
+
   SimResult run() {
     linkFlows_.resize(net_.capacity().size());
     for (size_t i = 0; i < progs_.size(); ++i) at(cost_.stepOverheadUs, Ev::StepStart, static_cast<int>(i));
     while (true) {
       if (!dirty_.empty()) solve();
+      if (snapshotDue_) {
+        snapshotDue_ = false;
+        if (cost_.fastForward) fastForward();
+      }
       while (!finishes_.empty() && finishes_.top().version != flows_[finishes_.top().flow].version) finishes_.pop();
       const double tFlow = finishes_.empty() ? kInf : finishes_.top().t;
-      const double tTimer = timers_.empty() ? kInf : timers_.top().t;
+      const double tTimer = timers_.empty() ? kInf : timers_.front().t;
       const double t = std::min(tFlow, tTimer);
       if (t == kInf) break;
+      if ((cost_.maxSimulatedSteps > 0 && result_.steps - result_.stepsSkipped > cost_.maxSimulatedSteps) ||
+          (cost_.maxSolveWork > 0 && result_.solveWork > cost_.maxSolveWork)) {
+        result_.aborted = true;
+        break;
+      }
       now_ = t;
       // Every flow due now ends (rates only change at events, so its finish time is exact).
       while (!finishes_.empty() && finishes_.top().t <= now_) {
@@ -85,9 +129,10 @@ class Sim {
         if (f.version != flows_[f.flow].version) continue;
         endFlow(f.flow);
       }
-      while (!timers_.empty() && timers_.top().t <= now_) {
-        const Timer tm = timers_.top();
-        timers_.pop();
+      while (!timers_.empty() && timers_.front().t <= now_) {
+        std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
+        const Timer tm = timers_.back();
+        timers_.pop_back();
         handle(tm);
       }
     }
@@ -96,7 +141,108 @@ class Sim {
     return result_;
   }
 
-  void at(double t, Ev ev, int prog, uint64_t conn = 0) { timers_.push(Timer{t, ev, prog, conn}); }
+  void at(double t, Ev ev, int prog, uint64_t conn = 0) {
+    timers_.push_back(Timer{t, ev, prog, conn});
+    std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
+  }
+
+  Snapshot snapshot() const {
+    Snapshot s;
+    s.t = now_;
+    s.steps = result_.steps;
+    s.flows = result_.flows;
+    s.programsDone = result_.programsDone;
+    s.progs.reserve(progs_.size());
+    for (const Prog& pg : progs_) {
+      Snapshot::P p{pg.run, pg.rep, pg.sendDone, pg.recvDone, -1, 0};
+      if (pg.flow >= 0) {
+        const Flow& f = flows_[static_cast<size_t>(pg.flow)];
+        p.left = f.remaining - f.rate * (now_ - f.since);
+        p.rate = f.rate;
+      }
+      s.progs.push_back(p);
+    }
+    for (const Timer& tm : timers_) s.timers.push_back(Snapshot::T{tm.prog, tm.ev, tm.conn, tm.t - now_});
+    std::sort(s.timers.begin(), s.timers.end());
+    s.conns.reserve(conns_.size());
+    for (const auto& [key, c] : conns_) s.conns.push_back(Snapshot::C{key, c.recvPosted, c.arrived, c.waiter >= 0});
+    std::sort(s.conns.begin(), s.conns.end(), [](const Snapshot::C& a, const Snapshot::C& b) { return a.key < b.key; });
+    return s;
+  }
+
+  // How many whole periods from `a` to `b` (the current state) can be skipped; 0 when the two
+  // states differ or some program would leave its run.
+  uint64_t periodsToSkip(const Snapshot& a, const Snapshot& b) const {
+    const double period = b.t - a.t;
+    if (period <= 0 || a.programsDone != b.programsDone || a.progs.size() != b.progs.size() ||
+        a.timers.size() != b.timers.size() || a.conns.size() != b.conns.size())
+      return 0;
+    uint64_t k = UINT64_MAX;
+    for (size_t i = 0; i < a.progs.size(); ++i) {
+      const Snapshot::P &x = a.progs[i], &y = b.progs[i];
+      if (x.run != y.run || x.sendDone != y.sendDone || x.recvDone != y.recvDone || (x.left < 0) != (y.left < 0) ||
+          y.rep < x.rep)
+        return 0;
+      if (x.left >= 0 && (!close(x.left, y.left, x.left) || !close(x.rate, y.rate, x.rate))) return 0;
+      const uint32_t d = y.rep - x.rep;
+      if (d == 0 || progs_[i].done()) continue;
+      const uint32_t repeat = progs_[i].p->runs[y.run].repeat;
+      k = std::min<uint64_t>(k, (repeat - 1 - y.rep) / d);
+    }
+    if (k == 0 || k == UINT64_MAX) return 0;
+    for (size_t i = 0; i < a.timers.size(); ++i) {
+      const Snapshot::T &x = a.timers[i], &y = b.timers[i];
+      if (x.prog != y.prog || x.ev != y.ev || x.conn != y.conn || !close(x.ahead, y.ahead, period)) return 0;
+    }
+    for (size_t i = 0; i < a.conns.size(); ++i) {
+      const Snapshot::C &x = a.conns[i], &y = b.conns[i];
+      if (x.key != y.key || x.waiting != y.waiting || x.posted - x.arrived != y.posted - y.arrived) return 0;
+    }
+    return k;
+  }
+
+  // Called after the reference program started a step and every event of this instant ran.
+  void fastForward() {
+    Snapshot now = snapshot();
+    for (const Snapshot& past : snapshots_) {
+      const uint64_t k = periodsToSkip(past, now);
+      if (k == 0) continue;
+      jump(past, now, k);
+      snapshots_.clear();
+      return;
+    }
+    if (snapshots_.size() == kSnapshots) snapshots_.erase(snapshots_.begin());
+    snapshots_.push_back(std::move(now));
+  }
+
+  // Everything moves k periods on: programs by their steps per period, times by k periods,
+  // connections by their receives per period; flows keep their bytes left and rates.
+  void jump(const Snapshot& a, const Snapshot& b, uint64_t k) {
+    const double dt = static_cast<double>(k) * (b.t - a.t);
+    for (size_t i = 0; i < progs_.size(); ++i) progs_[i].rep += static_cast<uint32_t>(k * (b.progs[i].rep - a.progs[i].rep));
+    for (size_t i = 0; i < b.conns.size(); ++i) {
+      Conn& c = conns_[b.conns[i].key];
+      const uint64_t d = k * (b.conns[i].posted - a.conns[i].posted);
+      c.recvPosted += d;
+      c.arrived += d;
+      c.waitIndex += d;
+    }
+    for (Timer& tm : timers_) tm.t += dt;  // a uniform shift keeps the heap a heap
+    now_ += dt;
+    finishes_ = {};
+    for (const Prog& pg : progs_) {
+      if (pg.flow < 0) continue;
+      Flow& f = flows_[static_cast<size_t>(pg.flow)];
+      f.remaining = b.progs[static_cast<size_t>(&pg - progs_.data())].left;
+      f.since = now_;
+      finishes_.push(Finish{now_ + std::max(0.0, f.remaining) / f.rate, static_cast<uint32_t>(pg.flow), ++f.version});
+    }
+    const uint64_t skipped = k * (b.steps - a.steps);
+    result_.steps += skipped;
+    result_.stepsSkipped += skipped;
+    result_.flows += k * (b.flows - a.flows);
+    ++result_.jumps;
+  }
 
   uint64_t connKey(int src, int dst, int channel) const {
     return (static_cast<uint64_t>(src) * n_ + static_cast<uint64_t>(dst)) * 64 + static_cast<uint64_t>(channel & 63);
@@ -141,6 +287,20 @@ class Sim {
       flowSeen_[comp[i]] = 0;
     }
     for (uint32_t l : links) linkSeen_[l] = 0;
+    result_.solveWork += comp.size();
+    // Superseded finish entries wait in the heap until they surface; a giant component re-solved
+    // at every flow's end would pile up n of them per solve, so the heap is rebuilt from the live
+    // flows once they dominate it.
+    if (finishes_.size() > 4 * (flows_.size() - freeFlows_.size()) + 1024) rebuildFinishes();
+  }
+
+  void rebuildFinishes() {
+    finishes_ = {};
+    for (const Prog& pg : progs_) {
+      if (pg.flow < 0) continue;
+      Flow& f = flows_[static_cast<size_t>(pg.flow)];
+      finishes_.push(Finish{f.since + std::max(0.0, f.remaining) / f.rate, static_cast<uint32_t>(pg.flow), f.version});
+    }
   }
 
   uint32_t addFlow(Flow f) {
@@ -175,6 +335,7 @@ class Sim {
       dirty_.push_back(l);
     }
     freeFlows_.push_back(id);
+    progs_[static_cast<size_t>(fl.prog)].flow = -1;
     at(now_ + fl.latUs, Ev::Arrive, fl.prog, fl.conn);
     progs_[static_cast<size_t>(fl.prog)].sendDone = true;
     maybeNext(fl.prog);
@@ -207,12 +368,14 @@ class Sim {
 
   void startStep(int id) {
     Prog& pg = progs_[static_cast<size_t>(id)];
-    const StepShape& s = pg.p->runs[pg.run].shape;
+    const Run& run = pg.p->runs[pg.run];
+    const StepShape& s = run.shape;
     ++result_.steps;
+    if (id == reference()) snapshotDue_ = true;
     const int ch = pg.p->channel;
     if (s.kind != algo::StepKind::Transfer) {
       pg.sendDone = false;
-      const double bytes = static_cast<double>(s.sendCount * cost_.elemBytes);
+      const double bytes = run.sendMean() * static_cast<double>(cost_.elemBytes);
       at(now_ + usFor(bytes, s.kind == algo::StepKind::LocalReduce ? cost_.reduceGBs : cost_.copyGBs), Ev::LocalDone, id);
       return;
     }
@@ -220,7 +383,7 @@ class Sim {
       Flow f;
       f.prog = id;
       f.conn = connKey(pg.rank, s.sendPeer, ch);
-      f.remaining = static_cast<double>(s.sendCount * cost_.elemBytes);
+      f.remaining = run.sendMean() * static_cast<double>(cost_.elemBytes);
       f.latUs = net_.latencyUs(pg.rank, s.sendPeer);
       net_.route(pg.rank, s.sendPeer, &f.path);
       ++result_.flows;
@@ -228,7 +391,7 @@ class Sim {
         at(now_ + f.latUs, Ev::Arrive, id, f.conn);  // nothing to share: arrives at once
       } else {
         pg.sendDone = false;
-        addFlow(std::move(f));
+        pg.flow = addFlow(std::move(f));
       }
     }
     if (s.recvPeer >= 0 && s.recvCount > 0) {
@@ -249,12 +412,20 @@ class Sim {
   // (the caller does, once per event, so a step is never left twice).
   void received(int id) {
     Prog& pg = progs_[static_cast<size_t>(id)];
-    const StepShape& s = pg.p->runs[pg.run].shape;
-    const double reduceUs = s.reduce ? usFor(static_cast<double>(s.recvCount * cost_.elemBytes), cost_.reduceGBs) : 0;
+    const Run& run = pg.p->runs[pg.run];
+    const double reduceUs =
+        run.shape.reduce ? usFor(run.recvMean() * static_cast<double>(cost_.elemBytes), cost_.reduceGBs) : 0;
     if (reduceUs > 0)
       at(now_ + reduceUs, Ev::Reduced, id);
     else
       pg.recvDone = true;
+  }
+
+  // The program whose step starts trigger snapshots: the first one still running, so the
+  // snapshots of one period all sit at the same phase of it.
+  int reference() {
+    while (ref_ < progs_.size() && progs_[ref_].done()) ++ref_, snapshots_.clear();
+    return static_cast<int>(ref_);
   }
 
   void maybeNext(int id) {
@@ -282,7 +453,10 @@ class Sim {
   std::vector<uint8_t> linkSeen_, flowSeen_;      // scratch marks for solve()
   std::vector<uint32_t> local_;                   // link -> index within the component solved
   std::priority_queue<Finish, std::vector<Finish>, std::greater<>> finishes_;
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  std::vector<Timer> timers_;  // a min-heap (std::push_heap with greater), iterable for snapshots
+  std::vector<Snapshot> snapshots_;
+  size_t ref_ = 0;
+  bool snapshotDue_ = false;
   double now_ = 0;
   SimResult result_;
 };

@@ -52,6 +52,18 @@ Network::Network(const topo::ClusterSpec& spec) : spec_(spec) {
   }
 }
 
+topo::IslandMap Network::islandMap() const {
+  topo::IslandMap m;
+  m.islandOf.resize(static_cast<size_t>(gpus_));
+  m.members.resize(static_cast<size_t>(place_.back().island + 1));
+  for (int g = 0; g < gpus_; ++g) {
+    const int island = place_[static_cast<size_t>(g / perNode_)].island;
+    m.islandOf[static_cast<size_t>(g)] = island;
+    m.members[static_cast<size_t>(island)].push_back(g);
+  }
+  return m;
+}
+
 int Network::railOf(int gpu) const { return (gpu % perNode_) * rails_ / perNode_; }
 
 int Network::level(int a, int b) const {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "topology/island_map.h"
 #include "topology/synthetic.h"
 
 namespace atl::sim {
@@ -30,6 +31,10 @@ class Network {
   int level(int a, int b) const;
   /// The rail NIC GPU `gpu` sends on: g * rails / gpus-per-node, as synthetic nodes place them.
   int railOf(int gpu) const;
+  int gpusPerNode() const { return perNode_; }
+  /// Which island (pod) each GPU is in, as the engine's generators take it.
+  topo::IslandMap islandMap() const;
+  const topo::ClusterSpec& spec() const { return spec_; }
 
  private:
   uint32_t addPair(double gbs);  // an out and an in link; returns the out id (in = out + 1)

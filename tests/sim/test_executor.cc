@@ -4,10 +4,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <vector>
 
 #include "algorithms/schedule.h"
 #include "perf/sim/executor.h"
+#include "tests/sim/sanitized.h"
 
 namespace algo = atl::algo;
 using atl::sim::CostParams;
@@ -110,4 +112,89 @@ TEST(SimExecutor, AReceiveNobodySendsIsReportedNotHidden) {
   const SimResult r = atl::sim::simulate(net, programs, {});
   EXPECT_FALSE(r.complete);
   EXPECT_EQ(r.programsDone, 0u);
+}
+
+namespace {
+
+// 4 hosts of 8 GPUs and 4 NICs per island, 2 islands, a 4:1 core: NVLink, rails, leaves and the
+// core all in play, and islands for the hierarchical schedule.
+atl::topo::ClusterSpec twoIslands() {
+  atl::topo::ClusterSpec s;
+  s.nodes = 8;
+  s.nodesPerLeaf = 2;
+  s.leavesPerIsland = 2;
+  s.globalOversub = 4;
+  return s;
+}
+
+SimResult runWithIslands(const Network& net, algo::Algo a, size_t count, const CostParams& cost, int channels) {
+  const auto islands = std::make_shared<const atl::topo::IslandMap>(net.islandMap());
+  std::vector<std::vector<atl::sim::CompressedProgram>> programs;
+  for (int r = 0; r < net.gpus(); ++r) {
+    algo::CollSpec s;
+    s.nranks = net.gpus();
+    s.rank = r;
+    s.count = count;
+    s.nchannels = channels;
+    s.chunkElems = 1 << 15;
+    s.algo = a;
+    s.islands = islands;
+    programs.push_back(atl::sim::compress(algo::buildSchedule(s)));
+  }
+  return atl::sim::simulate(net, programs, cost);
+}
+
+}  // namespace
+
+// Fast-forward may only skip what would have repeated: every algorithm, size and cost setting
+// gives the time of the step-by-step simulation, and the same step and flow counts.
+TEST(SimExecutor, FastForwardGivesTheStepByStepResult) {
+  const Network net(twoIslands());
+  int jumped = 0;
+  for (algo::Algo a : {algo::Algo::Ring, algo::Algo::Hierarchical, algo::Algo::Tree, algo::Algo::RecursiveHalvingDoubling})
+    for (size_t count : {size_t{1} << 12, size_t{1} << 22})
+      for (int channels : {1, 2}) {
+        CostParams cost;
+        cost.stepOverheadUs = 3;
+        cost.reduceGBs = 200;
+        cost.fastForward = false;
+        const SimResult slow = runWithIslands(net, a, count, cost, channels);
+        cost.fastForward = true;
+        const SimResult fast = runWithIslands(net, a, count, cost, channels);
+        ASSERT_TRUE(slow.complete && fast.complete) << algo::algoName(a);
+        EXPECT_EQ(slow.jumps, 0u);
+        EXPECT_NEAR(fast.timeUs, slow.timeUs, 1e-6 * slow.timeUs) << algo::algoName(a) << " " << count << " " << channels;
+        EXPECT_EQ(fast.steps, slow.steps);
+        EXPECT_EQ(fast.flows, slow.flows);
+        jumped += fast.jumps > 0;
+      }
+  // The large rings and hierarchical runs repeat long enough to be skipped.
+  EXPECT_GE(jumped, 4);
+}
+
+TEST(SimExecutor, AFlatRingOfThousandsSkipsAlmostEveryStep) {
+  if (kSanitized) GTEST_SKIP() << "2048 simulated ranks: release builds only";
+  atl::topo::ClusterSpec spec;
+  spec.nodes = 256;
+  spec.nodesPerLeaf = 16;
+  spec.leavesPerIsland = 4;
+  const Network net(spec);
+  CostParams cost;
+  cost.stepOverheadUs = 3;
+  const SimResult r = runWithIslands(net, algo::Algo::Ring, size_t{1} << 28, cost, 1);
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.steps, 2u * 2047 * 2048);
+  EXPECT_GT(r.stepsSkipped, r.steps * 9 / 10);
+  // Bounded by the NICs (50 GB/s) and, at 512 KiB per step, by the step overhead.
+  EXPECT_LT(busbwGBs((size_t{1} << 28) * 4.0, 2048, r.timeUs), 50.0);
+}
+
+TEST(SimExecutor, AStepBudgetAbandonsTheSimulationAndSaysSo) {
+  const Network net(twoIslands());
+  CostParams cost;
+  cost.fastForward = false;
+  cost.maxSimulatedSteps = 100;
+  const SimResult r = runWithIslands(net, algo::Algo::Ring, 1 << 20, cost, 1);
+  EXPECT_TRUE(r.aborted);
+  EXPECT_FALSE(r.complete);
 }

@@ -2,6 +2,7 @@
 // ring's steps per channel collapse to a few runs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "algorithms/schedule.h"
@@ -25,15 +26,27 @@ algo::CollSpec spec(algo::Algo a, int n, int rank, size_t count, int channels = 
   return s;
 }
 
-// Expands the runs again and compares them with the schedule, step by step.
+// Expands the runs again and compares them with the schedule, step by step: the same kinds, peers
+// and reductions, counts within one element of the run's mean, and the run's totals exact.
 void expectSameSteps(const algo::Schedule& s, const std::vector<CompressedProgram>& c) {
   ASSERT_EQ(s.programs.size(), c.size());
   for (size_t p = 0; p < c.size(); ++p) {
     EXPECT_EQ(c[p].channel, s.programs[p].channel);
     ASSERT_EQ(c[p].steps(), s.programs[p].steps.size());
     size_t i = 0;
-    for (const atl::sim::Run& r : c[p].runs)
-      for (uint32_t k = 0; k < r.repeat; ++k, ++i) ASSERT_EQ(r.shape, atl::sim::shapeOf(s.programs[p].steps[i])) << p << " " << i;
+    for (const atl::sim::Run& r : c[p].runs) {
+      uint64_t sent = 0, received = 0;
+      for (uint32_t k = 0; k < r.repeat; ++k, ++i) {
+        const atl::sim::StepShape step = atl::sim::shapeOf(s.programs[p].steps[i]);
+        ASSERT_TRUE(atl::sim::mergeable(r.shape, step)) << p << " " << i;
+        EXPECT_LT(std::abs(static_cast<double>(step.sendCount) - r.sendMean()), 1.0);
+        EXPECT_LT(std::abs(static_cast<double>(step.recvCount) - r.recvMean()), 1.0);
+        sent += step.sendCount;
+        received += step.recvCount;
+      }
+      EXPECT_EQ(sent, r.sendTotal);
+      EXPECT_EQ(received, r.recvTotal);
+    }
   }
 }
 
@@ -57,4 +70,36 @@ TEST(SimPrograms, ARingOfAThousandRanksIsAFewRunsPerChannel) {
     EXPECT_EQ(p.steps(), 2u * (n - 1));
     EXPECT_LE(p.runs.size(), 8u);
   }
+}
+
+// 1000 ranks do not divide 2^24 elements: chunks of 16777 and 16778 alternate, and still merge.
+TEST(SimPrograms, UnevenChunksStillMergeIntoRuns) {
+  const int n = 1000;
+  const algo::Schedule s = algo::buildSchedule(spec(algo::Algo::Ring, n, 3, size_t{1} << 24, 1));
+  const std::vector<CompressedProgram> c = compress(s);
+  expectSameSteps(s, c);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_LE(c[0].runs.size(), 8u);
+}
+
+// A flat ring is the same program on every rank, relabelled; a tree is not.
+TEST(SimPrograms, RelabelledRingMatchesTheRanksOwnSchedule) {
+  const int n = 48;
+  const std::vector<CompressedProgram> zero = compress(algo::buildSchedule(spec(algo::Algo::Ring, n, 0, 100003)));
+  for (int r : {1, 17, 47}) {
+    const std::vector<CompressedProgram> own = compress(algo::buildSchedule(spec(algo::Algo::Ring, n, r, 100003)));
+    ASSERT_EQ(own.size(), zero.size());
+    for (size_t p = 0; p < own.size(); ++p) {
+      EXPECT_TRUE(atl::sim::equivalent(atl::sim::relabel(zero[p], r, n), own[p])) << r;
+      if (r != 0) {
+        EXPECT_FALSE(atl::sim::equivalent(zero[p], own[p]));
+      }
+    }
+  }
+  const auto tree0 = compress(algo::buildSchedule(spec(algo::Algo::Tree, n, 0, 100003)));
+  const auto tree5 = compress(algo::buildSchedule(spec(algo::Algo::Tree, n, 5, 100003)));
+  bool allEquivalent = tree0.size() == tree5.size();
+  for (size_t p = 0; allEquivalent && p < tree0.size(); ++p)
+    allEquivalent = atl::sim::equivalent(atl::sim::relabel(tree0[p], 5, n), tree5[p]);
+  EXPECT_FALSE(allEquivalent);
 }

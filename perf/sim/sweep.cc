@@ -1,0 +1,82 @@
+#include "perf/sim/sweep.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "perf/sim/generate.h"
+
+namespace atl::sim {
+
+size_t countFor(algo::Coll c, size_t bytes, size_t elemBytes, int nranks) {
+  const size_t elems = bytes / elemBytes;
+  switch (c) {
+    case algo::Coll::AllGather:
+    case algo::Coll::ReduceScatter:
+    case algo::Coll::AlltoAll:
+    case algo::Coll::Gather:
+    case algo::Coll::Scatter: return elems / static_cast<size_t>(nranks);
+    default: return elems;
+  }
+}
+
+double busBwFactor(algo::Coll c, int nranks) {
+  const double n = nranks;
+  switch (c) {
+    case algo::Coll::AllReduce: return 2 * (n - 1) / n;
+    case algo::Coll::AllGather:
+    case algo::Coll::ReduceScatter:
+    case algo::Coll::AlltoAll: return (n - 1) / n;
+    default: return 1;
+  }
+}
+
+Point simulateCollective(const Setup& setup, algo::Coll coll, algo::Algo a, size_t bytes) {
+  const Network& net = *setup.net;
+  const int n = net.gpus();
+  algo::CollSpec spec;
+  spec.coll = coll;
+  spec.nranks = n;
+  spec.count = countFor(coll, bytes, setup.cost.elemBytes, n);
+  spec.nchannels = setup.nchannels;
+  spec.chunkElems = std::max<size_t>(1, setup.chunkBytes / setup.cost.elemBytes);
+  spec.algo = a;
+  spec.islands = setup.islands;
+  Point p;
+  p.algo = algo::executedAlgo(spec);
+  p.bytes = bytes;
+  if (spec.count == 0) {
+    p.skipped = "message smaller than one element per rank";
+    return p;
+  }
+  std::vector<int> periods = {1, net.gpusPerNode()};
+  if (setup.islands && !setup.islands->members.empty()) periods.push_back(static_cast<int>(setup.islands->members[0].size()));
+  Generated g = generatePrograms(spec, periods, setup.maxRuns);
+  p.period = g.period;
+  p.genSeconds = g.seconds;
+  if (g.overBudget) {
+    char why[96];
+    std::snprintf(why, sizeof why, "its programs pass %llu runs over all ranks",
+                  static_cast<unsigned long long>(setup.maxRuns));
+    p.skipped = why;
+    return p;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  p.result = simulate(net, g.programs, setup.cost);
+  p.simSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  p.simulated = true;
+  if (p.result.aborted) {
+    char why[128];
+    if (p.result.solveWork > setup.cost.maxSolveWork && setup.cost.maxSolveWork > 0)
+      std::snprintf(why, sizeof why, "over the budget of %llu flow-rate solutions (one giant contention component)",
+                    static_cast<unsigned long long>(setup.cost.maxSolveWork));
+    else
+      std::snprintf(why, sizeof why, "over the budget of %llu simulated steps (no short period found)",
+                    static_cast<unsigned long long>(setup.cost.maxSimulatedSteps));
+    p.skipped = why;
+  } else if (!p.result.complete) {
+    p.skipped = "incomplete: a receive never matched";
+  }
+  return p;
+}
+
+}  // namespace atl::sim
