@@ -17,6 +17,7 @@ struct NodeSpec {
   int nics = 4;          // rails; GPU g shares a PCI switch with NIC g * nics / gpus
   bool nvswitch = true;  // all GPUs on one NVSwitch fabric; false: no NVLink
   double nicGbps = 400;  // per NIC
+  double intraGBs = 0;   // GPU to GPU inside the host (per GPU, each way); 0: NVLink, or the NIC without NVSwitch
 };
 
 struct ClusterSpec {

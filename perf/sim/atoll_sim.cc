@@ -44,6 +44,7 @@ void usage() {
   std::fprintf(stderr,
                "usage: atoll-sim [options]\n"
                " cluster:  --nodes N (128) --gpus G (8) --nics R (4) --nic-gbps X (400) --no-nvswitch\n"
+               "           --intra-gbs X (GPU to GPU in a host, each way: NVLink's 450 by default)\n"
                "           --nodes-per-leaf N (16) --leaves-per-island N (8) --island-oversub X (1)\n"
                "           --global-oversub X (1) --islands-per-group N (0: fat-tree; >0: Dragonfly+)\n"
                "           --group-oversub X (2)\n"
@@ -108,6 +109,7 @@ bool parseArgs(int argc, char** argv, Args* a) {
     else if (f == "--gpus") ok = positive(&c.node.gpus);
     else if (f == "--nics") ok = positive(&c.node.nics);
     else if (f == "--nic-gbps") ok = positive(&c.node.nicGbps);
+    else if (f == "--intra-gbs") ok = positive(&c.node.intraGBs);
     else if (f == "--nodes-per-leaf") ok = positive(&c.nodesPerLeaf);
     else if (f == "--leaves-per-island") ok = positive(&c.leavesPerIsland);
     else if (f == "--island-oversub") ok = positive(&c.islandOversub);

@@ -29,7 +29,8 @@ Network::Network(const topo::ClusterSpec& spec) : spec_(spec) {
   const int nodesPerLeaf = std::max(1, spec.nodesPerLeaf);
   // Link ids come in blocks, each an (out, in) pair per unit, in this order.
   nvlink_ = static_cast<uint32_t>(capacity_.size());
-  for (int g = 0; g < gpus_; ++g) addPair(spec.node.nvswitch ? kNvLinkPortGBs : nicGBs);
+  const double portGBs = spec.node.intraGBs > 0 ? spec.node.intraGBs : spec.node.nvswitch ? kNvLinkPortGBs : nicGBs;
+  for (int g = 0; g < gpus_; ++g) addPair(portGBs);
   nic_ = static_cast<uint32_t>(capacity_.size());
   for (int i = 0; i < nodes * rails_; ++i) addPair(nicGBs);
   // A rail's leaf reaches the spine with its hosts' NIC bandwidth over the island's oversubscription.
