@@ -68,6 +68,12 @@ if(ATOLL_HAVE_UCX)
   # The standalone plugin is found first (plugins come before built-in nets) under the same name.
   set_tests_properties(coll_procs_ucx_plugin_2 PROPERTIES LABELS "integration;coll;net;ucx"
                        ENVIRONMENT "${ATOLL_UCX_ENV};UCX_TLS=tcp;NCCL_NET_PLUGIN=$<TARGET_FILE:nccl_net_atoll_ucx>;ATOLL_BOOTSTRAP_TIMEOUT_MS=20000")
+  # One at a time: three of them side by side (9 processes spinning on UCX workers, on 2 cores) once
+  # stalled a rank's comm teardown past the 20 s bootstrap timeout (each endpoint flush may wait 5 s
+  # for a peer that no longer progresses). Bounding the teardown as a whole in transports/ucx would be
+  # the real fix.
+  set_tests_properties(coll_procs_ucx_tcp_3 coll_procs_ucx_shm_3 coll_threads_ucx_3 coll_procs_ucx_plugin_2
+                       PROPERTIES RESOURCE_LOCK ucx_workers)
   add_test(NAME fault_dead_peer_ucx_4 COMMAND dead_peer --ranks 4 --victim 2 --limit-ms ${ATOLL_FAULT_LIMIT_MS})
   set_tests_properties(fault_dead_peer_ucx_4 PROPERTIES TIMEOUT 150 LABELS "fault;net;ucx" RUN_SERIAL TRUE
                        ENVIRONMENT "${ATOLL_UCX_ENV};UCX_TLS=tcp")
