@@ -16,8 +16,6 @@
 
 #include "perf/common/options.h"
 #include "perf/sim/sweep.h"
-#include "topology/synthetic.h"
-#include "tuning/selector.h"
 
 namespace atl::sim {
 namespace {
@@ -138,21 +136,6 @@ bool parseArgs(int argc, char** argv, Args* a) {
   return true;
 }
 
-// The selector as the engine would build it for this cluster given as a fabric file
-// (core/comm_topology.cc): island links at the NIC's speed, links between islands from the
-// fabric's levels, a host's GPUs sharing them, the calibrated software costs.
-Result<tuning::Selector> selectorFor(const Args& a, topo::Cluster& cluster, int nranks) {
-  tuning::FabricParams f = tuning::FabricParams::defaults();
-  f.intra = tuning::LinkParams{a.cluster.node.nicGbps / 8, a.cluster.leafLatUs};
-  f.inter = tuning::LinkParams{cluster.levels.interBwGBs, cluster.levels.interLatUs};
-  // The fabric's figure between islands is per host (all its NICs), the NIC's inside them.
-  f.interSharers = a.cluster.node.gpus;
-  if (a.cluster.nodes > 1)
-    f.intraSharers = std::max(1.0, static_cast<double>(a.cluster.node.gpus) / std::max(1, a.cluster.node.nics));
-  if (a.stepUs >= 0) f.model.stepOverheadUs = a.stepUs;
-  return tuning::Selector::create(nranks, &cluster.islands, f, a.channels);
-}
-
 double peakRssMiB() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -165,7 +148,7 @@ int run(const Args& a) {
   if (!cluster.ok()) return std::fprintf(stderr, "atoll-sim: %s\n", lastErrorMessage().c_str()), 2;
   const Network net(a.cluster);
   const int n = net.gpus();
-  auto selector = selectorFor(a, *cluster, n);
+  auto selector = clusterSelector(a.cluster, *cluster, a.channels, a.stepUs);
   if (!selector.ok()) return std::fprintf(stderr, "atoll-sim: %s\n", lastErrorMessage().c_str()), 2;
   Setup setup;
   setup.net = &net;
@@ -185,7 +168,6 @@ int run(const Args& a) {
     for (int i = 0; i < algo::kNumAlgos; ++i) {
       tuning::SelectInput in = selector->input();
       in.coll = a.coll;
-      in.bytes = a.maxBytes;
       const auto al = static_cast<algo::Algo>(i);
       // Every algorithm that applies at some size in the sweep (direct only at small ones).
       in.bytes = a.minBytes;

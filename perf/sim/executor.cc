@@ -229,14 +229,13 @@ class Sim {
     }
     for (Timer& tm : timers_) tm.t += dt;  // a uniform shift keeps the heap a heap
     now_ += dt;
-    finishes_ = {};
-    for (const Prog& pg : progs_) {
-      if (pg.flow < 0) continue;
-      Flow& f = flows_[static_cast<size_t>(pg.flow)];
-      f.remaining = b.progs[static_cast<size_t>(&pg - progs_.data())].left;
+    for (size_t i = 0; i < progs_.size(); ++i) {
+      if (progs_[i].flow < 0) continue;
+      Flow& f = flows_[static_cast<size_t>(progs_[i].flow)];
+      f.remaining = b.progs[i].left;
       f.since = now_;
-      finishes_.push(Finish{now_ + std::max(0.0, f.remaining) / f.rate, static_cast<uint32_t>(pg.flow), ++f.version});
     }
+    rebuildFinishes();
     const uint64_t skipped = k * (b.steps - a.steps);
     result_.steps += skipped;
     result_.stepsSkipped += skipped;

@@ -1,5 +1,6 @@
 #include "perf/sim/sweep.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -28,6 +29,17 @@ double busBwFactor(algo::Coll c, int nranks) {
     case algo::Coll::AlltoAll: return (n - 1) / n;
     default: return 1;
   }
+}
+
+Result<tuning::Selector> clusterSelector(const topo::ClusterSpec& spec, const topo::Cluster& cluster, int channels,
+                                         double stepUs) {
+  tuning::FabricParams f = tuning::FabricParams::defaults();
+  f.intra = tuning::LinkParams{spec.node.nicGbps / 8, spec.leafLatUs};
+  f.inter = tuning::LinkParams{cluster.levels.interBwGBs, cluster.levels.interLatUs};
+  f.interSharers = spec.node.gpus;
+  if (spec.nodes > 1) f.intraSharers = std::max(1.0, static_cast<double>(spec.node.gpus) / std::max(1, spec.node.nics));
+  if (stepUs >= 0) f.model.stepOverheadUs = stepUs;
+  return tuning::Selector::create(static_cast<int>(cluster.ranks.size()), &cluster.islands, f, channels);
 }
 
 Point simulateCollective(const Setup& setup, algo::Coll coll, algo::Algo a, size_t bytes) {

@@ -11,6 +11,8 @@
 #include "algorithms/schedule.h"
 #include "perf/sim/executor.h"
 #include "perf/sim/network.h"
+#include "topology/synthetic.h"
+#include "tuning/selector.h"
 
 namespace atl::sim {
 
@@ -42,5 +44,12 @@ size_t countFor(algo::Coll c, size_t bytes, size_t elemBytes, int nranks);
 double busBwFactor(algo::Coll c, int nranks);
 
 Point simulateCollective(const Setup& setup, algo::Coll coll, algo::Algo a, size_t bytes);
+
+/// The selector as the engine would build it for this cluster given as a fabric file
+/// (core/comm_topology.cc): island links at the NIC's speed, links between islands from the
+/// fabric's levels (per host, so all of a host's GPUs share them), the calibrated software costs,
+/// with the step overhead replaced where stepUs >= 0.
+Result<tuning::Selector> clusterSelector(const topo::ClusterSpec& spec, const topo::Cluster& cluster, int channels,
+                                         double stepUs = -1);
 
 }  // namespace atl::sim

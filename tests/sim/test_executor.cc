@@ -30,21 +30,26 @@ atl::topo::ClusterSpec onePerNode(int nodes, int nodesPerLeaf, double globalOver
   return s;
 }
 
+// Every rank's compressed programs for `base` (its nranks and rank are filled in).
+std::vector<std::vector<atl::sim::CompressedProgram>> programsFor(const Network& net, algo::CollSpec base) {
+  std::vector<std::vector<atl::sim::CompressedProgram>> programs;
+  base.nranks = net.gpus();
+  for (int r = 0; r < net.gpus(); ++r) {
+    base.rank = r;
+    programs.push_back(atl::sim::compress(algo::buildSchedule(base)));
+  }
+  return programs;
+}
+
 SimResult run(const Network& net, algo::Coll coll, algo::Algo a, size_t count, const CostParams& cost = {},
               int channels = 1) {
-  std::vector<std::vector<atl::sim::CompressedProgram>> programs;
-  for (int r = 0; r < net.gpus(); ++r) {
-    algo::CollSpec s;
-    s.coll = coll;
-    s.nranks = net.gpus();
-    s.rank = r;
-    s.count = count;
-    s.nchannels = channels;
-    s.chunkElems = 1 << 20;
-    s.algo = a;
-    programs.push_back(atl::sim::compress(algo::buildSchedule(s)));
-  }
-  return atl::sim::simulate(net, programs, cost);
+  algo::CollSpec s;
+  s.coll = coll;
+  s.count = count;
+  s.nchannels = channels;
+  s.chunkElems = 1 << 20;
+  s.algo = a;
+  return atl::sim::simulate(net, programsFor(net, s), cost);
 }
 
 double busbwGBs(double bytes, int n, double us) { return bytes * 2.0 * (n - 1) / n / (us * 1e3); }
@@ -128,20 +133,13 @@ atl::topo::ClusterSpec twoIslands() {
 }
 
 SimResult runWithIslands(const Network& net, algo::Algo a, size_t count, const CostParams& cost, int channels) {
-  const auto islands = std::make_shared<const atl::topo::IslandMap>(net.islandMap());
-  std::vector<std::vector<atl::sim::CompressedProgram>> programs;
-  for (int r = 0; r < net.gpus(); ++r) {
-    algo::CollSpec s;
-    s.nranks = net.gpus();
-    s.rank = r;
-    s.count = count;
-    s.nchannels = channels;
-    s.chunkElems = 1 << 15;
-    s.algo = a;
-    s.islands = islands;
-    programs.push_back(atl::sim::compress(algo::buildSchedule(s)));
-  }
-  return atl::sim::simulate(net, programs, cost);
+  algo::CollSpec s;
+  s.count = count;
+  s.nchannels = channels;
+  s.chunkElems = 1 << 15;
+  s.algo = a;
+  s.islands = std::make_shared<const atl::topo::IslandMap>(net.islandMap());
+  return atl::sim::simulate(net, programsFor(net, s), cost);
 }
 
 }  // namespace

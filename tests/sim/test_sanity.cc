@@ -29,16 +29,10 @@ struct World {
   }
 };
 
-// As atoll-sim builds it (perf/sim/atoll_sim.cc): the fabric's figures, per host between islands.
 tuning::Selector selectorFor(const World& w, int channels) {
   auto cluster = atl::topo::syntheticCluster(w.spec);
   EXPECT_TRUE(cluster.ok());
-  tuning::FabricParams f = tuning::FabricParams::defaults();
-  f.intra = tuning::LinkParams{w.spec.node.nicGbps / 8, w.spec.leafLatUs};
-  f.inter = tuning::LinkParams{cluster->levels.interBwGBs, cluster->levels.interLatUs};
-  f.interSharers = w.spec.node.gpus;
-  f.intraSharers = static_cast<double>(w.spec.node.gpus) / w.spec.node.nics;
-  auto s = tuning::Selector::create(w.net->gpus(), &cluster->islands, f, channels);
+  auto s = atl::sim::clusterSelector(w.spec, *cluster, channels);
   EXPECT_TRUE(s.ok());
   return std::move(s).value();
 }
