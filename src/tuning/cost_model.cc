@@ -51,8 +51,7 @@ double rdAllReduce(const SelectInput& in, const Costs& c) {
   const double s = static_cast<double>(in.bytes);
   // Every rank crosses in the same step, so a host's ranks share its uplink.
   const double bCross = c.bInter * in.interSharers;
-  return cross * (c.aInter + in.rdBwPenalty * s * bCross) +
-         (steps - cross) * (c.aIntra + in.rdBwPenalty * s * c.bIntra * in.intraSharers);
+  return cross * (c.aInter + in.rdBwPenalty * s * bCross) + (steps - cross) * (c.aIntra + in.rdBwPenalty * s * c.bIntra);
 }
 
 double rhdAllReduce(const SelectInput& in, const Costs& c) {
@@ -63,7 +62,7 @@ double rhdAllReduce(const SelectInput& in, const Costs& c) {
   const double crossBytes = s * (1 - std::ldexp(1.0, -cross));
   const double intraBytes = s * (std::ldexp(1.0, -cross) - 1.0 / p);
   double t = 2 * (cross * c.aInter + (steps - cross) * c.aIntra +
-                  in.rhdBwPenalty * (crossBytes * c.bInter * in.interSharers + intraBytes * c.bIntra * in.intraSharers));
+                  in.rhdBwPenalty * (crossBytes * c.bInter * in.interSharers + intraBytes * c.bIntra));
   if (p != in.nranks) t += 2 * (c.aFlat() + s * c.bFlat());  // fold the extra ranks in, and back out
   return t;
 }
