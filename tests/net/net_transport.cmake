@@ -57,6 +57,11 @@ gtest_discover_tests(test_net_transport DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "
 # fight the sanitizers' hooks).
 if(ATOLL_HAVE_UCX)
   set(ATOLL_UCX_ENV "NCCL_SHM_DISABLE=1;NCCL_NET=UCX;UCX_MEM_EVENTS=no;UCX_WARN_UNUSED_ENV_VARS=n")
+  add_executable(test_ucx_net ${CMAKE_CURRENT_LIST_DIR}/test_ucx_net.cc)
+  target_link_libraries(test_ucx_net PRIVATE atoll_static GTest::gtest_main)
+  target_compile_definitions(test_ucx_net PRIVATE ATOLL_UCX_PLUGIN_PATH="$<TARGET_FILE:nccl_net_atoll_ucx>")
+  add_dependencies(test_ucx_net nccl_net_atoll_ucx)
+  gtest_discover_tests(test_ucx_net DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;net;ucx" TIMEOUT 60)
   atoll_coll_test(coll_procs_ucx_tcp_3 150 --procs 3)
   atoll_coll_test(coll_procs_ucx_shm_3 150 --procs 3 --quick)
   atoll_coll_test(coll_threads_ucx_3 150 --threads 3 --quick)
@@ -68,12 +73,6 @@ if(ATOLL_HAVE_UCX)
   # The standalone plugin is found first (plugins come before built-in nets) under the same name.
   set_tests_properties(coll_procs_ucx_plugin_2 PROPERTIES LABELS "integration;coll;net;ucx"
                        ENVIRONMENT "${ATOLL_UCX_ENV};UCX_TLS=tcp;NCCL_NET_PLUGIN=$<TARGET_FILE:nccl_net_atoll_ucx>;ATOLL_BOOTSTRAP_TIMEOUT_MS=20000")
-  # One at a time: three of them side by side (9 processes spinning on UCX workers, on 2 cores) once
-  # stalled a rank's comm teardown past the 20 s bootstrap timeout (each endpoint flush may wait 5 s
-  # for a peer that no longer progresses). Bounding the teardown as a whole in transports/ucx would be
-  # the real fix.
-  set_tests_properties(coll_procs_ucx_tcp_3 coll_procs_ucx_shm_3 coll_threads_ucx_3 coll_procs_ucx_plugin_2
-                       PROPERTIES RESOURCE_LOCK ucx_workers)
   add_test(NAME fault_dead_peer_ucx_4 COMMAND dead_peer --ranks 4 --victim 2 --limit-ms ${ATOLL_FAULT_LIMIT_MS})
   set_tests_properties(fault_dead_peer_ucx_4 PROPERTIES TIMEOUT 150 LABELS "fault;net;ucx" RUN_SERIAL TRUE
                        ENVIRONMENT "${ATOLL_UCX_ENV};UCX_TLS=tcp")

@@ -4,6 +4,7 @@
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/debug.h"
@@ -37,12 +39,22 @@ constexpr auto kCloseTimeout = std::chrono::seconds(5);
 
 std::mutex gLock;  // every call into the worker (SERIALIZED thread mode)
 
+/// An endpoint close still flushing. A flush needs the peer's worker to answer, and the peer may be
+/// idle (waiting in the bootstrap, progressing nothing) or gone: waiting for it inside closeSend
+/// once held gLock for good and stalled every other comm of the process. So it goes on in the
+/// background, progressed with everything else, until it completes or its deadline passes.
+struct Closing {
+  void* request;
+  Clock::time_point until;
+};
+
 struct Ucx {
   ucp_context_h context = nullptr;
   ucp_worker_h worker = nullptr;
   std::vector<uint8_t> address;
   SockAddr listenAddr;  // the interface NCCL_SOCKET_IFNAME picks, for the handshake listener
   std::string ifname;
+  std::vector<Closing> closing;  // each holds the worker (one count of gUsers)
 };
 Ucx* gUcx = nullptr;  // while gUsers > 0
 int gUsers = 0;       // listeners, dials and comms (acquire / release)
@@ -130,19 +142,43 @@ ssize_t io(int fd, bool out, void* p, size_t n) {
   return r < 0 && err == ENOTCONN ? 0 : r;
 }
 
-void progressAll() {
-  for (int i = 0; i < 64 && ucp_worker_progress(gUcx->worker) != 0; ++i) {
+bool inProgress(void* req) { return ucp_request_check_status(req) == UCS_INPROGRESS; }
+
+/// Ends the closes that completed or ran out of time, dropping their holds. Callers hold the worker
+/// through a listener, dial or comm of their own, so this never drops the last hold.
+void sweepClosing() {
+  auto& v = gUcx->closing;
+  const auto now = Clock::now();
+  for (size_t i = 0; i < v.size();) {
+    if (inProgress(v[i].request) && now < v[i].until) {
+      ++i;
+      continue;
+    }
+    ucp_request_free(v[i].request);  // one still under way goes on inside UCX, without us
+    v[i] = v.back();
+    v.pop_back();
+    --gUsers;
   }
 }
 
-/// Waits (progressing the worker) until `req` completes or the close timeout; frees it.
-void finishRequest(void* req) {
-  if (req == nullptr || UCS_PTR_IS_ERR(req)) return;
-  const auto until = Clock::now() + kCloseTimeout;
-  while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < until) ucp_worker_progress(gUcx->worker);
-  if (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_request_cancel(gUcx->worker, req);
-  while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(gUcx->worker);
-  ucp_request_free(req);
+void progressAll() {
+  for (int i = 0; i < 64 && ucp_worker_progress(gUcx->worker) != 0; ++i) {
+  }
+  sweepClosing();
+}
+
+/// Progresses the worker until none of `reqs` is in progress or `until` passes; true when all
+/// completed. The lock is dropped between rounds so that the process's other comms go on.
+bool waitRequests(std::unique_lock<std::mutex>& lock, const std::vector<void*>& reqs, Clock::time_point until) {
+  auto pending = [&] { return std::any_of(reqs.begin(), reqs.end(), inProgress); };
+  while (pending()) {
+    if (Clock::now() >= until) return false;
+    progressAll();
+    lock.unlock();
+    std::this_thread::yield();
+    lock.lock();
+  }
+  return true;
 }
 
 void sendDone(void*, ucs_status_t status, void* user);
@@ -226,12 +262,24 @@ ncclResult_t acquire() {
   ++gUsers;
   return ncclSuccess;
 }
-void release() {
-  if (--gUsers > 0) return;
+/// Destroys the worker once only flushing closes hold it, after giving them until their deadlines:
+/// the peers are usually closing too, progressing their workers, and answer within milliseconds.
+void destroyIfIdle() {
+  auto& v = gUcx->closing;
+  if (gUsers > static_cast<int>(v.size())) return;
+  for (const Closing& c : v)
+    while (inProgress(c.request) && Clock::now() < c.until) ucp_worker_progress(gUcx->worker);
+  for (const Closing& c : v) ucp_request_free(c.request);
+  v.clear();
+  gUsers = 0;
   ucp_worker_destroy(gUcx->worker);
   ucp_cleanup(gUcx->context);
   delete gUcx;
   gUcx = nullptr;
+}
+void release() {
+  --gUsers;
+  destroyIfIdle();
 }
 
 ncclResult_t init(void** ctx, uint64_t, abi::CommConfig*, abi::Logger, abi::ProfilerCallback) {
@@ -323,6 +371,7 @@ ncclResult_t connect(void*, int dev, void* opaqueHandle, void** sendComm, abi::D
     d->out.assign(reinterpret_cast<const uint8_t*>(&hello), reinterpret_cast<const uint8_t*>(&hello) + sizeof(hello));
     d->in.resize(sizeof(Reply));
   }
+  progressAll();  // a peer's closes and wire-ups may wait on this worker; the proxy is here meanwhile
   if (!d->connected) {
     if (const int err = hostnet::dialError(d->fd.get()); err != 0) return restart(std::strerror(err));
     d->connected = true;
@@ -375,6 +424,7 @@ ncclResult_t accept(void* listenComm, void** recvComm, abi::DeviceHandle**) {
   *recvComm = nullptr;
   auto* l = static_cast<ListenComm*>(listenComm);
   std::lock_guard<std::mutex> lock(gLock);
+  progressAll();  // as in connect
   hostnet::acceptAll(l->fd.get(), &l->pending);
   for (auto it = l->pending.begin(); it != l->pending.end();) {
     PendingAccept& p = *it;
@@ -477,23 +527,43 @@ ncclResult_t test(void* request, int* done, int* sizes) {
   return ncclSuccess;
 }
 
+/// Returns at once unless sends are still in flight with peer-failure mode off; the endpoint's
+/// flush goes on in the background (see Closing).
 void closeComm(Comm* c) {
-  std::lock_guard<std::mutex> lock(gLock);
+  const auto until = Clock::now() + kCloseTimeout;
+  std::unique_lock<std::mutex> lock(gLock);
+  std::vector<void*> sends;
   for (Request& r : c->requests) {
     if (!r.used || r.ucx == nullptr) continue;
-    // Sends still in flight go out first (the flush below would wait for them too); receives
-    // nobody waits for any more are cancelled, so UCX never writes into freed buffers.
+    // Receives nobody waits for any more are cancelled, so UCX never writes into freed buffers.
     if (!r.send && !r.done) ucp_request_cancel(gUcx->worker, r.ucx);
-    finishRequest(r.ucx);
+    if (r.send && inProgress(r.ucx)) sends.push_back(r.ucx);
   }
+  void* closing = nullptr;
   if (c->ep != nullptr) {
+    // Sends in flight at close were abandoned by the engine (an abort): a forced close cancels them
+    // before their buffers are freed. Forcing needs peer-failure mode on both sides; without it they
+    // get until the deadline.
+    const bool peerFailure = params::getBool(params::Id::UcxPeerFailure);
+    const bool force = peerFailure && (c->epError.load() != UCS_OK || !sends.empty());
+    if (!peerFailure) (void)waitRequests(lock, sends, until);
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = c->epError.load() != UCS_OK ? UCP_EP_CLOSE_FLAG_FORCE : 0;  // else flush: deliver what was sent
-    finishRequest(ucp_ep_close_nbx(c->ep, &p));
+    p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;  // else flush: deliver what was sent
+    closing = ucp_ep_close_nbx(c->ep, &p);
+    if (UCS_PTR_IS_ERR(closing)) closing = nullptr;
   }
+  // Freeing a request UCX has not finished is allowed: it completes inside UCX, and our callback
+  // (which would write into this comm) is not called.
+  for (Request& r : c->requests)
+    if (r.used && r.ucx != nullptr) ucp_request_free(r.ucx);
   delete c;
-  release();
+  if (closing != nullptr) {
+    gUcx->closing.push_back({closing, until});  // the comm's hold passes to its close
+    destroyIfIdle();
+  } else {
+    release();
+  }
 }
 
 ncclResult_t closeSend(void* sendComm) {

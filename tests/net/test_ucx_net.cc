@@ -1,0 +1,132 @@
+// libnccl-net-atoll-ucx.so (transports/ucx) through the plugin host, between two processes over
+// UCX's tcp: closing a send comm must not wait on a peer that progresses nothing. A flush-mode
+// endpoint close needs the peer's worker to answer; a rank idle in the bootstrap (or busy
+// elsewhere) never does, and a close that waited for it held the process's UCX lock until that
+// rank's bootstrap timed out, failing every comm of both.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "transports/net/net_abi.h"
+#include "transports/net/net_plugin.h"
+
+namespace {
+
+using atl::net::PluginNet;
+namespace abi = atl::net::abi;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kPeerIdleMs = 8000;  // longer than the net's close timeout (5 s)
+constexpr int kCloseBoundMs = 1000;
+constexpr int kLastCloseBoundMs = 6500;
+
+long long msSince(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+}
+
+atl::net::LoadResult loadUcx() {
+  setenv("UCX_TLS", "tcp", 1);
+  setenv("UCX_MEM_EVENTS", "no", 1);
+  setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+  return atl::net::loadPlugins(ATOLL_UCX_PLUGIN_PATH);
+}
+
+/// Child side (forked before anything touched UCX, whose worker a fork does not carry): with a
+/// listener open, as a rank's comm has, dial, optionally send one message, then close the send comm
+/// (at once) and the listener (the last hold on the worker: within the close timeout, the flush
+/// given up). The exit code says what went wrong.
+[[noreturn]] void dialSendClose(int handleFd, bool sendFirst) {
+  atl::net::LoadResult loaded = loadUcx();
+  if (loaded.nets.size() != 1) _exit(2);
+  PluginNet& net = *loaded.nets[0];
+  char handle[abi::kHandleMaxSize];
+  if (read(handleFd, handle, sizeof handle) != static_cast<ssize_t>(sizeof handle)) _exit(2);
+  char own[abi::kHandleMaxSize];
+  void* listen = nullptr;
+  if (!net.listen(0, own, &listen).ok()) _exit(2);
+  void* send = nullptr;
+  const auto t0 = Clock::now();
+  while (send == nullptr) {
+    if (!net.connect(0, handle, &send).ok()) _exit(3);
+    if (msSince(t0) > 20000) _exit(4);
+  }
+  if (sendFirst) {
+    std::vector<char> out(4096, 'x');
+    void* req = nullptr;
+    while (req == nullptr)
+      if (!net.isend(send, out.data(), out.size(), 1, nullptr, &req).ok()) _exit(5);
+    int done = 0;
+    while (!done)
+      if (!net.test(req, 1, &done, nullptr).ok() || msSince(t0) > 20000) _exit(6);
+  }
+  // The parent now progresses nothing for kPeerIdleMs.
+  const auto c0 = Clock::now();
+  if (!net.closeSend(send).ok()) _exit(7);
+  if (msSince(c0) >= kCloseBoundMs) _exit(8);
+  const auto l0 = Clock::now();
+  if (!net.closeListen(listen).ok()) _exit(9);
+  _exit(msSince(l0) < kLastCloseBoundMs ? 0 : 10);
+}
+
+class UcxNet : public ::testing::TestWithParam<bool> {};
+
+TEST_P(UcxNet, CloseSendDoesNotWaitForAnIdlePeer) {
+  const bool sendFirst = GetParam();
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) dialSendClose(fds[0], sendFirst);
+  close(fds[0]);
+  atl::net::LoadResult loaded = loadUcx();
+  ASSERT_EQ(loaded.nets.size(), 1u) << (loaded.tried.empty() ? "" : loaded.tried.back());
+  PluginNet& net = *loaded.nets[0];
+  char handle[abi::kHandleMaxSize] = {};
+  void* listen = nullptr;
+  ASSERT_TRUE(net.listen(0, handle, &listen).ok());
+  ASSERT_EQ(write(fds[1], handle, sizeof handle), static_cast<ssize_t>(sizeof handle));
+  close(fds[1]);
+  void* recv = nullptr;
+  const auto t0 = Clock::now();
+  while (recv == nullptr && msSince(t0) < 20000) ASSERT_TRUE(net.accept(listen, &recv).ok());
+  ASSERT_NE(recv, nullptr);
+  if (sendFirst) {
+    std::vector<char> in(4096);
+    void* data[1] = {in.data()};
+    const size_t size[1] = {in.size()};
+    const int tag[1] = {1};
+    void* mh[1] = {};
+    void* req = nullptr;
+    while (req == nullptr) ASSERT_TRUE(net.irecv(recv, 1, data, size, tag, mh, &req).ok());
+    int done = 0;
+    while (!done && msSince(t0) < 20000) ASSERT_TRUE(net.test(req, 1, &done, nullptr).ok());
+    ASSERT_TRUE(done);
+    EXPECT_EQ(in, std::vector<char>(4096, 'x'));
+  }
+  usleep(kPeerIdleMs * 1000);  // idle: no call into the net, so no progress of our worker
+  int status = 0;
+  pid_t waited = 0;
+  for (const auto w0 = Clock::now(); waited == 0 && msSince(w0) < 15000; usleep(10 * 1000))
+    waited = waitpid(child, &status, WNOHANG);
+  if (waited == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the child's close never returned";
+  }
+  ASSERT_EQ(waited, child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "8: closeSend took over " << kCloseBoundMs << " ms with the peer idle; 10: "
+                                     << "the last close took over " << kLastCloseBoundMs << " ms";
+  EXPECT_TRUE(net.closeRecv(recv).ok());
+  EXPECT_TRUE(net.closeListen(listen).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(FreshOrUsedEndpoint, UcxNet, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "AfterASend" : "Unused"; });
+
+}  // namespace
