@@ -65,6 +65,7 @@ LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPl
   c.fabric.inter = c.interShm ? c.fabric.model.shm : remote;
   // Between hosts, a host's ranks share its NICs (sockets use whichever the route picks; virtual
   // interfaces count as one). Loopback on one host has no uplink to share.
+  int most = 1;  // ranks on the busiest host
   if (!singleHost) {
     std::map<uint64_t, int> perHost;
     int nics = 1 << 30;
@@ -72,14 +73,16 @@ LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPl
       ++perHost[d.hostHash];
       nics = std::min(nics, std::max(1, static_cast<int>(d.nics)));
     }
-    int most = 1;
     for (const auto& [host, count] : perHost) most = std::max(most, count);
     c.fabric.interSharers = std::max(1.0, static_cast<double>(most) / nics);
+    if (!c.intraShm) c.fabric.intraSharers = c.fabric.interSharers;
   }
   // A fabric file states what links between islands really are (also for islands emulated on one
-  // host with ATOLL_ISLAND_SIZE, which is how a big fabric's costs are tried out locally).
+  // host with ATOLL_ISLAND_SIZE, which is how a big fabric's costs are tried out locally). Its
+  // figure is per host, all NICs together, so every rank of the host shares it.
   if (placement.fromFabricFile) {
     c.fabric.inter = tuning::LinkParams{placement.levels.interBwGBs, placement.levels.interLatUs};
+    if (!singleHost) c.fabric.interSharers = most;
     c.interFromFabric = true;
   }
   return c;

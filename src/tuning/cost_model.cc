@@ -51,7 +51,8 @@ double rdAllReduce(const SelectInput& in, const Costs& c) {
   const double s = static_cast<double>(in.bytes);
   // Every rank crosses in the same step, so a host's ranks share its uplink.
   const double bCross = c.bInter * in.interSharers;
-  return cross * (c.aInter + in.rdBwPenalty * s * bCross) + (steps - cross) * (c.aIntra + in.rdBwPenalty * s * c.bIntra);
+  return cross * (c.aInter + in.rdBwPenalty * s * bCross) +
+         (steps - cross) * (c.aIntra + in.rdBwPenalty * s * c.bIntra * in.intraSharers);
 }
 
 double rhdAllReduce(const SelectInput& in, const Costs& c) {
@@ -62,16 +63,29 @@ double rhdAllReduce(const SelectInput& in, const Costs& c) {
   const double crossBytes = s * (1 - std::ldexp(1.0, -cross));
   const double intraBytes = s * (std::ldexp(1.0, -cross) - 1.0 / p);
   double t = 2 * (cross * c.aInter + (steps - cross) * c.aIntra +
-                  in.rhdBwPenalty * (crossBytes * c.bInter * in.interSharers + intraBytes * c.bIntra));
+                  in.rhdBwPenalty * (crossBytes * c.bInter * in.interSharers + intraBytes * c.bIntra * in.intraSharers));
   if (p != in.nranks) t += 2 * (c.aFlat() + s * c.bFlat());  // fold the extra ranks in, and back out
   return t;
 }
 
+// Each tree pipelines its half (its whole, with one channel) in chunks, and an inner node spends
+// two steps per chunk in each phase (one per child), each paying the step overhead; a level costs
+// its latency once (sends are eager), two steps and a chunk's transfer before the chunk moves on. An inner node's link carries both children's
+// chunks, so one tree moves 2 * bytes per phase through it; with two trees each rank is inner in
+// only one, on half the buffer. atoll-sim (perf/sim) found both terms missing: a 128-GPU tree on
+// 50 GB/s links with 128 KiB chunks runs at a fifth of the ring's busbw, which the old bandwidth
+// term alone priced close to the ring.
 double treeAllReduce(const SelectInput& in, const Costs& c) {
   const int crossDepth = c.multi ? ceilLog2(in.nIslands) : 0;
   const int intraDepth = c.multi ? ceilLog2(in.maxIslandSize) : ceilLog2(in.nranks);
   const double s = static_cast<double>(in.bytes);
-  return 2 * (crossDepth * c.aInter + intraDepth * c.aIntra) + 2 * in.treeBwPenalty * s * c.bFlat();
+  const int trees = in.nranks > 2 && in.maxChannels >= 2 ? 2 : 1;
+  const double chunks =
+      in.chunkBytes > 0 ? std::max(1.0, std::ceil(s / trees / static_cast<double>(in.chunkBytes))) : 1.0;
+  const double o = in.stepOverheadUs;
+  const double chunkUs = std::min(s / trees, chunks > 1 ? static_cast<double>(in.chunkBytes) : s) * c.bFlat();
+  return 2 * (crossDepth * (c.aInter + o + chunkUs) + intraDepth * (c.aIntra + o + chunkUs)) + 4 * (chunks - 1) * o +
+         4.0 / trees * in.treeBwPenalty * s * c.bFlat();
 }
 
 // Every send and receive is posted at once: per-peer software overhead adds up, latency does not.

@@ -53,6 +53,10 @@ struct SelectInput {
   // inter-island bandwidth is per host, so algorithms whose ranks all cross at once (hierarchical's
   // middle phase, rd and rhd across islands) get a share of it each. 1: a NIC per rank (rails).
   double interSharers = 1;
+  // The same inside islands that span hosts (their links are NICs): recursive doubling and halving
+  // have every rank exchange with a partner at once, mostly on other hosts, so a host's ranks share
+  // its NICs there too; the ring crosses each host boundary once. 1: islands inside one host.
+  double intraSharers = 1;
   double treeBwPenalty = 1;
   double rhdBwPenalty = 1;
   double rdBwPenalty = 1;

@@ -83,6 +83,7 @@ Result<Selector> Selector::create(int nranks, const topo::IslandMap* islands, co
   in.interLatUs = fabric.inter.latUs;
   in.stepOverheadUs = fabric.model.stepOverheadUs;
   in.interSharers = std::max(1.0, fabric.interSharers);
+  in.intraSharers = std::max(1.0, fabric.intraSharers);
   in.treeBwPenalty = fabric.model.treeBwPenalty;
   in.rhdBwPenalty = fabric.model.rhdBwPenalty;
   in.rdBwPenalty = fabric.model.rdBwPenalty;

@@ -21,6 +21,7 @@ struct FabricParams {
   LinkParams intra;  // inside an island
   LinkParams inter;  // between islands
   double interSharers = 1;  // see SelectInput::interSharers
+  double intraSharers = 1;  // see SelectInput::intraSharers
   ModelParams model;
   /// Shared memory inside islands and TCP between them, with the registry's current numbers.
   static FabricParams defaults();

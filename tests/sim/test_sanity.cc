@@ -1,8 +1,10 @@
-// Issue 15's sanity check of atoll-sim at the scale it is about: hierarchical against the flat ring
-// at 32k GPUs. (The ring at link bandwidth and the tree's log2 latency are in test_executor.cc.)
+// Issue 15's sanity checks of atoll-sim at the scale they are about: the selector against the
+// simulated best, and hierarchical against the flat ring at 32k GPUs. (The ring at link bandwidth
+// and the tree's log2 latency are in test_executor.cc.)
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <limits>
 #include <memory>
 
 #include "perf/sim/sweep.h"
@@ -27,7 +29,57 @@ struct World {
   }
 };
 
+tuning::Selector selectorFor(const World& w, int channels) {
+  auto cluster = atl::topo::syntheticCluster(w.spec);
+  EXPECT_TRUE(cluster.ok());
+  auto s = atl::sim::clusterSelector(w.spec, *cluster, channels);
+  EXPECT_TRUE(s.ok());
+  return std::move(s).value();
+}
+
+void expectPickWithinTenPercent(const atl::topo::ClusterSpec& spec, int channels) {
+  if (kSanitized) GTEST_SKIP() << "hundreds of simulated ranks per size: release builds only";
+  World w(spec, channels);
+  const tuning::Selector sel = selectorFor(w, channels);
+  // Up to 256 MiB: above it the picks stay the same (ring or hierarchical), and a gigabyte tree of
+  // 256 unsymmetric ranks would take most of the test's time to simulate.
+  for (size_t bytes = 4096; bytes <= (size_t{256} << 20); bytes *= 4) {
+    double best = std::numeric_limits<double>::infinity(), picked = 0;
+    const algo::Algo pick = sel.choose(algo::Coll::AllReduce, bytes).algo;
+    for (int i = 0; i < algo::kNumAlgos; ++i) {
+      const auto a = static_cast<algo::Algo>(i);
+      tuning::SelectInput in = sel.input();
+      in.bytes = bytes;
+      if (!tuning::applicable(a, in)) continue;
+      const atl::sim::Point p = atl::sim::simulateCollective(w.setup, algo::Coll::AllReduce, a, bytes);
+      if (!p.simulated) continue;
+      ASSERT_TRUE(p.result.complete) << algo::algoName(a) << " " << bytes;
+      best = std::min(best, p.result.timeUs);
+      if (a == pick) picked = p.result.timeUs;
+    }
+    ASSERT_GT(picked, 0) << "the pick " << algo::algoName(pick) << " was not simulated at " << bytes;
+    EXPECT_LE(picked, 1.10 * best) << "at " << bytes << " B the selector picks " << algo::algoName(pick);
+  }
+}
+
 }  // namespace
+
+TEST(SimSanity, SelectorPicksWithinTenPercentOfTheBestOnOneIsland) {
+  atl::topo::ClusterSpec s;  // 16 hosts x 8 GPUs under one leaf
+  s.nodes = 16;
+  s.nodesPerLeaf = 16;
+  s.leavesPerIsland = 1;
+  expectPickWithinTenPercent(s, 1);
+}
+
+TEST(SimSanity, SelectorPicksWithinTenPercentOfTheBestAcrossIslands) {
+  atl::topo::ClusterSpec s;  // 4 islands of 8 hosts x 8 GPUs, 2:1 core
+  s.nodes = 32;
+  s.nodesPerLeaf = 8;
+  s.leavesPerIsland = 1;
+  s.globalOversub = 2;
+  expectPickWithinTenPercent(s, 2);
+}
 
 // 4096 hosts x 8 GPUs in 32 islands; between islands a quarter of the bandwidth inside them.
 TEST(SimSanity, HierarchicalBeatsTheFlatRingAt32kGpus) {
