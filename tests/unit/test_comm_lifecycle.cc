@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -44,6 +45,35 @@ TEST(Shrink, SurvivorsRebuildWithoutAnAbortedRank) {
     EXPECT_EQ(n, 3);
     EXPECT_EQ(me, r < gone ? r : r - 1);  // survivors keep their order, the gap closes
     EXPECT_EQ(allReduceRankSum(child, me), 1.0f + 2.0f + 3.0f);
+    EXPECT_EQ(ncclCommDestroy(child), ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
+  });
+}
+
+// The new id travels down a binomial tree of the survivors (core/split.cc initChild): with 20 of
+// 23 ranks left, some forward it two hops deep while others have not even entered the shrink.
+TEST(Shrink, TwentySurvivorsGetTheIdDownATree) {
+  constexpr int n = 23;
+  auto comms = initAll(n);
+  const std::vector<int> gone = {0, 7, 22};
+  runRanks(n, [&](int r) {
+    if (std::find(gone.begin(), gone.end(), r) != gone.end()) {
+      EXPECT_EQ(ncclCommAbort(comms[r]), ncclSuccess);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds((r * 7) % 40));  // arrive out of order
+    std::vector<int> exclude = gone;
+    ncclComm_t child = nullptr;
+    ASSERT_EQ(ncclCommShrink(comms[r], exclude.data(), static_cast<int>(exclude.size()), &child, nullptr,
+                             NCCL_SHRINK_ABORT),
+              ncclSuccess)
+        << ncclGetLastError(comms[r]);
+    int count = 0, me = -1;
+    EXPECT_EQ(ncclCommCount(child, &count), ncclSuccess);
+    EXPECT_EQ(ncclCommUserRank(child, &me), ncclSuccess);
+    EXPECT_EQ(count, n - 3);
+    EXPECT_EQ(me, r - 1 - (r > 7 ? 1 : 0));
+    EXPECT_EQ(allReduceRankSum(child, me), static_cast<float>((n - 3) * (n - 2) / 2));
     EXPECT_EQ(ncclCommDestroy(child), ncclSuccess);
     EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
   });
