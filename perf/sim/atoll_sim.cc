@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "perf/common/options.h"
+#include "perf/sim/failure.h"
 #include "perf/sim/sweep.h"
 
 namespace atl::sim {
@@ -36,6 +37,10 @@ struct Args {
   uint64_t maxRuns = 40'000'000;
   uint64_t maxSteps = 100'000'000;
   uint64_t maxSolveWork = 2'000'000'000;
+  // --fail-rank: simulate that rank failing in the first size's collective instead of the sweep.
+  bool fail = false;
+  FailureParams failure = FailureParams::fromRegistry();
+  double failAt = 0.5;  // when, as a fraction of the collective's failure-free time
 };
 
 void usage() {
@@ -53,7 +58,12 @@ void usage() {
                " output:   --csv FILE  --explain (the selector's estimates per size)  --no-fast-forward\n"
                "           --max-runs N (40000000: larger schedules are skipped)\n"
                "           --max-steps N (100000000: simulations needing more steps are abandoned)\n"
-               "           --max-solve-work N (2000000000 flow-rate solutions: the same)\n");
+               "           --max-solve-work N (2000000000 flow-rate solutions: the same)\n"
+               " failure:  --fail-rank R: rank R fails in the -b size's collective (the pick, or the first\n"
+               "           of --algos); prints when the survivors' calls fail and what ncclCommShrink takes\n"
+               "           --fail-mode kill|vanish|hang (kill) --fail-at F (0.5 of the failure-free time)\n"
+               "           --boot-msg-us X (100) --root-reply-us X (10) --detect-us X (5)\n"
+               "           ATOLL_TIMEOUT_MS and ATOLL_HEARTBEAT_TIMEOUT_MS are read as the engine reads them\n");
 }
 
 bool parseColl(const std::string& s, algo::Coll* c) {
@@ -128,6 +138,12 @@ bool parseArgs(int argc, char** argv, Args* a) {
     else if (f == "--max-steps") ok = positive(&a->maxSteps);
     else if (f == "--max-solve-work") ok = positive(&a->maxSolveWork);
     else if (f == "--csv") a->csv = v;
+    else if (f == "--fail-rank") ok = number && x >= 0 ? (a->fail = true, a->failure.rank = static_cast<int>(x), true) : false;
+    else if (f == "--fail-mode") ok = parseFailureMode(v, &a->failure.mode);
+    else if (f == "--fail-at") ok = number && x >= 0 && x < 1 ? (a->failAt = x, true) : false;
+    else if (f == "--boot-msg-us") ok = positive(&a->failure.bootMsgUs);
+    else if (f == "--root-reply-us") ok = number && x >= 0 ? (a->failure.rootReplyUs = x, true) : false;
+    else if (f == "--detect-us") ok = number && x >= 0 ? (a->failure.detectUs = x, true) : false;
     else return std::fprintf(stderr, "atoll-sim: unknown option %s\n", f.c_str()), usage(), false;
     if (!ok) return std::fprintf(stderr, "atoll-sim: bad value '%s' for %s\n", v.c_str(), f.c_str()), usage(), false;
   }
@@ -140,6 +156,35 @@ double peakRssMiB() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+/// --fail-rank: one failure in the first size's collective, then the shrink.
+int runFailure(const Args& a, const Setup& setup, const tuning::Selector& selector) {
+  const size_t bytes = a.minBytes;
+  const algo::Algo al = a.algos.empty() ? selector.choose(a.coll, bytes).algo : a.algos.front();
+  const Point clean = simulateCollective(setup, a.coll, al, bytes);
+  if (!clean.simulated || !clean.result.complete)
+    return std::fprintf(stderr, "atoll-sim: %s at %zu B cannot be simulated: %s\n", algo::algoName(al), bytes,
+                        clean.skipped.c_str()), 1;
+  FailureParams f = a.failure;
+  f.atUs = a.failAt * clean.result.timeUs;
+  const FailureReport r = simulateFailure(setup, a.coll, al, bytes, f);
+  if (!r.skipped.empty()) return std::fprintf(stderr, "atoll-sim: failure not simulated: %s\n", r.skipped.c_str()), 1;
+  std::printf("# %s %s of %zu B (%.1f us without a failure); rank %d fails (%s, %zu rank(s)) at %.1f us\n",
+              algo::algoName(clean.algo), algo::collName(a.coll), bytes, clean.result.timeUs, f.rank,
+              failureModeName(f.mode), r.failed.size(), f.atUs);
+  std::printf("# ATOLL_TIMEOUT_MS %.0f, ATOLL_HEARTBEAT_TIMEOUT_MS %.0f, chain wait %.0f ms; bootstrap message %.0f us, "
+              "poll %.0f us, root reply %.0f us\n",
+              f.timeoutMs, f.heartbeatTimeoutMs, f.chainWaitMs, f.bootMsgUs, f.detectUs, f.rootReplyUs);
+  std::printf("survivors %d: %d stalled, %d finished the call first (they fail at their next), %d unreached\n",
+              r.survivors, r.stalled, r.finishedCall, r.unresolved);
+  std::printf("calls failed after the failure (ms): first %.3f, median %.3f, last %.3f; at most %d link hops\n",
+              (r.firstErrorUs - f.atUs) / 1e3, (r.medianErrorUs - f.atUs) / 1e3, (r.lastErrorUs - f.atUs) / 1e3,
+              r.maxHops);
+  std::printf("ncclCommShrink (ms): id %.3f, joins %.3f, all-gather %.3f, barrier %.3f, in all %.3f\n", r.idUs / 1e3,
+              r.joinUs / 1e3, r.allGatherUs / 1e3, r.barrierUs / 1e3, r.shrinkUs() / 1e3);
+  std::printf("recovered (a working communicator) %.3f ms after the failure\n", (r.recoveredUs() - f.atUs) / 1e3);
+  return 0;
 }
 
 int run(const Args& a) {
@@ -163,6 +208,12 @@ int run(const Args& a) {
   setup.cost.maxSimulatedSteps = a.maxSteps;
   setup.cost.maxSolveWork = a.maxSolveWork;
 
+  if (a.fail) {
+    const int rc = runFailure(a, setup, *selector);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("# atoll-sim run time %.2f s, peak RSS %.0f MiB\n", secs, peakRssMiB());
+    return rc;
+  }
   std::vector<algo::Algo> algos = a.algos;
   if (algos.empty()) {
     for (int i = 0; i < algo::kNumAlgos; ++i) {

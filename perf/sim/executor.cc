@@ -51,7 +51,7 @@ struct Finish {
   bool operator>(const Finish& o) const { return t > o.t; }
 };
 
-enum class Ev { StepStart, LocalDone, Arrive, Reduced };
+enum class Ev { StepStart, LocalDone, Arrive, Reduced, Fail };
 struct Timer {
   double t;
   Ev ev;
@@ -98,6 +98,11 @@ class Sim {
     for (size_t r = 0; r < programs.size(); ++r)
       for (const CompressedProgram& p : programs[r])
         if (!p.runs.empty()) progs_.push_back(Prog{static_cast<int>(r), &p});
+    failing_ = !cost.failRanks.empty();
+    if (failing_) {
+      dead_.assign(programs.size(), 0);
+      lastMove_.assign(programs.size(), 0);
+    }
   }
 
   static constexpr size_t kSnapshots = 16;  // periods of up to this many reference steps are found
@@ -105,11 +110,12 @@ class Sim {
   SimResult run() {
     linkFlows_.resize(net_.capacity().size());
     for (size_t i = 0; i < progs_.size(); ++i) at(cost_.stepOverheadUs, Ev::StepStart, static_cast<int>(i));
+    if (failing_) at(cost_.failAtUs, Ev::Fail, -1);
     while (true) {
       if (!dirty_.empty()) solve();
       if (snapshotDue_) {
         snapshotDue_ = false;
-        if (cost_.fastForward) fastForward();
+        if (cost_.fastForward && !failing_) fastForward();
       }
       while (!finishes_.empty() && finishes_.top().version != flows_[finishes_.top().flow].version) finishes_.pop();
       const double tFlow = finishes_.empty() ? kInf : finishes_.top().t;
@@ -138,6 +144,7 @@ class Sim {
     }
     result_.timeUs = now_;
     result_.complete = result_.programsDone == progs_.size();
+    if (failing_) reportStall();
     return result_;
   }
 
@@ -325,7 +332,8 @@ class Sim {
     return id;
   }
 
-  void endFlow(uint32_t id) {
+  // Takes the flow off its links; its slot is free.
+  void detachFlow(uint32_t id) {
     Flow& fl = flows_[id];
     ++fl.version;
     for (uint32_t l : fl.path) {
@@ -335,12 +343,53 @@ class Sim {
     }
     freeFlows_.push_back(id);
     progs_[static_cast<size_t>(fl.prog)].flow = -1;
-    at(now_ + fl.latUs, Ev::Arrive, fl.prog, fl.conn);
-    progs_[static_cast<size_t>(fl.prog)].sendDone = true;
-    maybeNext(fl.prog);
+  }
+
+  void endFlow(uint32_t id) {
+    const int prog = flows_[id].prog;
+    const uint64_t conn = flows_[id].conn;
+    const double latUs = flows_[id].latUs;
+    detachFlow(id);
+    at(now_ + latUs, Ev::Arrive, prog, conn);
+    progs_[static_cast<size_t>(prog)].sendDone = true;
+    maybeNext(prog);
+  }
+
+  bool deadProg(int id) const { return failing_ && dead_[static_cast<size_t>(progs_[static_cast<size_t>(id)].rank)]; }
+
+  // The failing ranks stop: no more steps, and what they were sending stops where it was.
+  void fail() {
+    for (int r : cost_.failRanks)
+      if (r >= 0 && static_cast<size_t>(r) < dead_.size()) dead_[static_cast<size_t>(r)] = 1;
+    for (size_t i = 0; i < progs_.size(); ++i)
+      if (deadProg(static_cast<int>(i)) && progs_[i].flow >= 0) detachFlow(static_cast<uint32_t>(progs_[i].flow));
+  }
+
+  void moved(int id) {
+    if (failing_) lastMove_[static_cast<size_t>(progs_[static_cast<size_t>(id)].rank)] = now_;
+  }
+
+  // Who is left waiting on whom once nothing can move.
+  void reportStall() {
+    const size_t n = dead_.size();
+    result_.lastMoveUs = lastMove_;
+    result_.finished.assign(n, 1);
+    result_.waitingOn.assign(n, -1);
+    for (const Prog& pg : progs_)
+      if (!pg.done()) result_.finished[static_cast<size_t>(pg.rank)] = 0;
+    for (const auto& [key, c] : conns_) {
+      if (c.waiter < 0) continue;
+      const int waiter = progs_[static_cast<size_t>(c.waiter)].rank;
+      if (dead_[static_cast<size_t>(waiter)]) continue;
+      if (result_.waitingOn[static_cast<size_t>(waiter)] < 0)
+        result_.waitingOn[static_cast<size_t>(waiter)] = static_cast<int>(key / 64 / n_);
+    }
   }
 
   void handle(const Timer& tm) {
+    if (tm.ev == Ev::Fail) return fail();
+    // A failed rank does nothing more; what it sent before still arrives (Arrive names the sender).
+    if (tm.ev != Ev::Arrive && deadProg(tm.prog)) return;
     switch (tm.ev) {
       case Ev::StepStart: startStep(tm.prog); break;
       case Ev::LocalDone:
@@ -351,10 +400,11 @@ class Sim {
         progs_[static_cast<size_t>(tm.prog)].recvDone = true;
         maybeNext(tm.prog);
         break;
+      case Ev::Fail: break;
       case Ev::Arrive: {
         Conn& c = conns_[tm.conn];
         ++c.arrived;
-        if (c.waiter >= 0 && c.arrived > c.waitIndex) {
+        if (c.waiter >= 0 && c.arrived > c.waitIndex && !deadProg(c.waiter)) {
           const int w = c.waiter;
           c.waiter = -1;
           received(w);
@@ -370,6 +420,7 @@ class Sim {
     const Run& run = pg.p->runs[pg.run];
     const StepShape& s = run.shape;
     ++result_.steps;
+    moved(id);
     if (id == reference()) snapshotDue_ = true;
     const int ch = pg.p->channel;
     if (s.kind != algo::StepKind::Transfer) {
@@ -430,6 +481,7 @@ class Sim {
   void maybeNext(int id) {
     Prog& pg = progs_[static_cast<size_t>(id)];
     if (!pg.sendDone || !pg.recvDone) return;
+    moved(id);
     if (++pg.rep == pg.p->runs[pg.run].repeat) {
       pg.rep = 0;
       if (++pg.run == pg.p->runs.size()) {
@@ -455,6 +507,9 @@ class Sim {
   std::vector<Timer> timers_;  // a min-heap (std::push_heap with greater), iterable for snapshots
   std::vector<Snapshot> snapshots_;
   size_t ref_ = 0;
+  bool failing_ = false;
+  std::vector<uint8_t> dead_;     // by rank, once failed
+  std::vector<double> lastMove_;  // by rank
   bool snapshotDue_ = false;
   double now_ = 0;
   SimResult result_;

@@ -37,6 +37,11 @@ struct CostParams {
   // (an all-to-all-like step of 100k ranks through the core) are one component, re-solved whole
   // each time one of them ends.
   uint64_t maxSolveWork = 0;
+  // Ranks that fail at failAtUs (perf/sim/failure.h): from then on they start no step and their
+  // flows stop (what they had already sent still arrives); the others run until nothing can move.
+  // Fast-forward is off in such a run.
+  std::vector<int> failRanks;
+  double failAtUs = 0;
 };
 
 struct SimResult {
@@ -50,6 +55,11 @@ struct SimResult {
   uint64_t solveWork = 0;  // flows whose rates were solved, summed over the solves
   uint64_t jumps = 0;         // fast-forwards taken
   uint64_t stepsSkipped = 0;  // steps (of `steps`) accounted by jumps rather than simulated
+  // Per rank, filled when failRanks is not empty: when it last moved (started or finished a step),
+  // whether all its programs ended, and the rank whose data it is left waiting for (-1: none).
+  std::vector<double> lastMoveUs;
+  std::vector<uint8_t> finished;
+  std::vector<int> waitingOn;
 };
 
 /// programs[r] is rank r's compressed schedule; ranks map to the network's GPUs one to one.

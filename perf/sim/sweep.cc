@@ -42,9 +42,8 @@ Result<tuning::Selector> clusterSelector(const topo::ClusterSpec& spec, const to
   return tuning::Selector::create(static_cast<int>(cluster.ranks.size()), &cluster.islands, f, channels);
 }
 
-Point simulateCollective(const Setup& setup, algo::Coll coll, algo::Algo a, size_t bytes) {
-  const Network& net = *setup.net;
-  const int n = net.gpus();
+algo::CollSpec collSpec(const Setup& setup, algo::Coll coll, algo::Algo a, size_t bytes) {
+  const int n = setup.net->gpus();
   algo::CollSpec spec;
   spec.coll = coll;
   spec.nranks = n;
@@ -53,6 +52,18 @@ Point simulateCollective(const Setup& setup, algo::Coll coll, algo::Algo a, size
   spec.chunkElems = std::max<size_t>(1, setup.chunkBytes / setup.cost.elemBytes);
   spec.algo = a;
   spec.islands = setup.islands;
+  return spec;
+}
+
+std::vector<int> generationPeriods(const Setup& setup) {
+  std::vector<int> periods = {1, setup.net->gpusPerNode()};
+  if (setup.islands && !setup.islands->members.empty()) periods.push_back(static_cast<int>(setup.islands->members[0].size()));
+  return periods;
+}
+
+Point simulateCollective(const Setup& setup, algo::Coll coll, algo::Algo a, size_t bytes) {
+  const Network& net = *setup.net;
+  const algo::CollSpec spec = collSpec(setup, coll, a, bytes);
   Point p;
   p.algo = algo::executedAlgo(spec);
   p.bytes = bytes;
@@ -60,9 +71,7 @@ Point simulateCollective(const Setup& setup, algo::Coll coll, algo::Algo a, size
     p.skipped = "message smaller than one element per rank";
     return p;
   }
-  std::vector<int> periods = {1, net.gpusPerNode()};
-  if (setup.islands && !setup.islands->members.empty()) periods.push_back(static_cast<int>(setup.islands->members[0].size()));
-  Generated g = generatePrograms(spec, periods, setup.maxRuns);
+  Generated g = generatePrograms(spec, generationPeriods(setup), setup.maxRuns);
   p.period = g.period;
   p.genSeconds = g.seconds;
   if (g.overBudget) {

@@ -43,6 +43,11 @@ size_t countFor(algo::Coll c, size_t bytes, size_t elemBytes, int nranks);
 /// busbw / algbw, nccl-tests' factor.
 double busBwFactor(algo::Coll c, int nranks);
 
+/// What the engine's generators are asked for: the NCCL call on every rank of the setup's network.
+algo::CollSpec collSpec(const Setup& setup, algo::Coll coll, algo::Algo a, size_t bytes);
+/// The relabelling periods to try (perf/sim/generate.h): a rank, a host, an island.
+std::vector<int> generationPeriods(const Setup& setup);
+
 Point simulateCollective(const Setup& setup, algo::Coll coll, algo::Algo a, size_t bytes);
 
 /// The selector as the engine would build it for this cluster given as a fabric file

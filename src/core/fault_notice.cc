@@ -15,22 +15,13 @@ namespace {
 constexpr uint32_t kMagic = 0x544c4641;  // "AFLT"
 constexpr uint16_t kVersion = 2;  // 2: flags
 constexpr uint32_t kTag = 0x00460000u;   // 'F': away from split/shrink tags and the reserved ones
-// A dead peer's notice never comes; a live one's is queued before its links break (it waits for
-// our listener's acknowledgement first), so this only covers the listener thread's last step.
-constexpr int64_t kNoticeWaitMs = 100;
-// All notices of one failure share this budget: a peer on a dead host must not hold up the rest
-// of the spread (the notified ranks are otherwise still waiting on us, up to their timeouts).
-constexpr int64_t kSpreadBudgetMs = 500;
-// A stopped rank's listener accepts but never answers: one such peer must not use up the budget.
-constexpr int64_t kPerPeerMs = 100;
-// How long a wait-for chain is followed: the silent rank at its end sends nothing, so this is paid
-// once per timeout. A live rank on the chain stalled about when we did, so it times out (and sends
-// its notice) within about one ATOLL_TIMEOUT_MS of us; on a loaded host not always before us.
-constexpr int64_t kChainWaitMinMs = 300;
-constexpr int64_t kChainWaitMaxMs = 5000;
+}  // namespace
+
 int64_t chainWaitMs() {
   return std::clamp<int64_t>(params::getInt(params::Id::TimeoutMs), kChainWaitMinMs, kChainWaitMaxMs);
 }
+
+namespace {
 
 std::string describeRank(const ncclComm* comm, int r) {
   const auto& peers = comm->links.context.peers;

@@ -38,6 +38,24 @@ inline constexpr uint32_t kTimedOut = 1;
 /// ranks it has no link to (links are made on demand) learns the end from its own link peer.
 inline constexpr uint32_t kResolved = 2;
 
+// The spread's timing (also what perf/sim's failure model charges).
+// A dead peer's notice never comes; a live one's is queued before its links break (it waits for
+// our listener's acknowledgement first), so this only covers the listener thread's last step.
+inline constexpr int64_t kNoticeWaitMs = 100;
+// All notices of one failure share this budget: a peer on a dead host must not hold up the rest
+// of the spread (the notified ranks are otherwise still waiting on us, up to their timeouts).
+inline constexpr int64_t kSpreadBudgetMs = 500;
+// A stopped rank's listener accepts but never answers: one such peer must not use up the budget.
+inline constexpr int64_t kPerPeerMs = 100;
+// How long a wait-for chain is followed: the silent rank at its end sends nothing, so this is paid
+// once per timeout. A live rank on the chain stalled about when we did, so it times out (and sends
+// its notice) within about one ATOLL_TIMEOUT_MS of us; on a loaded host not always before us.
+inline constexpr int64_t kChainWaitMinMs = 300;
+inline constexpr int64_t kChainWaitMaxMs = 5000;
+/// How long a timed-out rank waits for a live chain member's notice: ATOLL_TIMEOUT_MS clamped to
+/// [kChainWaitMinMs, kChainWaitMaxMs].
+int64_t chainWaitMs();
+
 std::vector<std::byte> encode(const Notice& n);
 /// The notice in `bytes` if it is well formed for a communicator of `nranks`; why not otherwise.
 std::optional<Notice> decode(std::span<const std::byte> bytes, int nranks, const char** why = nullptr);

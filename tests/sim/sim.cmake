@@ -1,5 +1,5 @@
 # perf/sim: the simulator's rate model, network, schedules and executor.
-foreach(part max_min network programs executor generate sanity)
+foreach(part max_min network programs executor generate sanity failure)
   set(target test_sim_${part})
   add_executable(${target} ${CMAKE_CURRENT_LIST_DIR}/test_${part}.cc)
   target_link_libraries(${target} PRIVATE atoll_sim GTest::gtest_main)
