@@ -5,16 +5,19 @@
 # --rate/--delay; needs root) with one island per host.
 #
 # usage: algo_sweep.sh [--build DIR] [--coll all_reduce|all_gather|reduce_scatter|broadcast|reduce]
-#                      [--np N] [--island-size K | --hosts H [--rate 1gbit] [--delay 100us]]
+#                      [--np N] [--island-size K | --hosts H [--rate 1gbit] [--delay 100us]
+#                                                    [--hosts-per-island K --core-rate 1gbit]]
 #                      [--conf FILE] [--fabric FILE] [--min B] [--max B] [--factor F] [--iters N] [--rounds R]
 #                      [--out DIR]
 #   --conf FILE    NCCL_CONF_FILE for every run (e.g. atoll-calibrate's output)
 #   --fabric FILE  ATOLL_FABRIC_FILE for every run (--hosts names its hosts host0, host1, ...)
+#   --hosts-per-island K, --core-rate R: a bridge per island of K hosts, islands joined through
+#                  uplinks of R each way (ATOLL_ISLAND_SIZE tells the ranks)
 #   --rounds R     run every algorithm and the selector R times, interleaved, and report medians
 #                  (default 3: on a noisy host one run of the same algorithm can swing 2x)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-build="$here/../../build" coll=all_reduce np=8 island=4 hosts=0 rate="" delay="" conf="" fabric=""
+build="$here/../../build" coll=all_reduce np=8 island=4 hosts=0 rate="" delay="" conf="" fabric="" per=0 core=""
 min=8 max=16M factor=4 iters=10 rounds=3 out=/tmp/atoll-algo-sweep
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -25,6 +28,8 @@ while [[ $# -gt 0 ]]; do
     --hosts) hosts="$2"; shift 2 ;;
     --rate) rate="$2"; shift 2 ;;
     --delay) delay="$2"; shift 2 ;;
+    --hosts-per-island) per="$2"; shift 2 ;;
+    --core-rate) core="$2"; shift 2 ;;
     --conf) conf="$(realpath "$2")"; shift 2 ;;
     --fabric) fabric="$(realpath "$2")"; shift 2 ;;
     --min) min="$2"; shift 2 ;;
@@ -33,7 +38,7 @@ while [[ $# -gt 0 ]]; do
     --iters) iters="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,16p "$0"; exit 0 ;;
     *) echo "algo_sweep.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -57,7 +62,8 @@ extra=()
 if ((hosts > 0)); then
   source "$here/netns.sh"
   netns_available || { echo "algo_sweep.sh: --hosts needs root and iproute2" >&2; exit 2; }
-  netns_up "atlsw$$" "$hosts" "$rate" "$delay"
+  netns_up "atlsw$$" "$hosts" "$rate" "$delay" "$per" "$core"
+  ((per > 0)) && extra+=("ATOLL_ISLAND_SIZE=$((per * np / hosts))")
 fi
 # job NAME VAR=VALUE...: one run of the tool, rank 0's output in $out/NAME.log.
 job() {

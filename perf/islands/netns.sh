@@ -4,8 +4,12 @@
 # NCCL_HOSTID; ranks on different hosts talk TCP through the bridge, whose ports can be shaped
 # with tc to make the links between islands thin. Needs root and iproute2.
 #
-#   netns_up TAG NHOSTS [RATE [DELAY]]  create hosts TAG-h0.. (10.213.0.1..), egress tbf RATE
-#                                       (e.g. 1gbit) and netem DELAY (e.g. 100us) on each host
+#   netns_up TAG NHOSTS [RATE [DELAY [PER_ISLAND CORE_RATE]]]
+#                                       create hosts TAG-h0.. (10.213.0.1..), egress tbf RATE
+#                                       (e.g. 1gbit) and netem DELAY (e.g. 100us, "" for none) on
+#                                       each host; with PER_ISLAND > 0, a bridge per island of that
+#                                       many hosts, the islands joined by a core bridge through
+#                                       uplinks shaped to CORE_RATE each way
 #   netns_run NP TIMEOUT_S OUTFILE VAR=VALUE... -- PROGRAM ARGS...
 #                                       NP ranks spread evenly over the hosts (consecutive ranks
 #                                       per host, NCCL_HOSTID=host<h> so a fabric file can name
@@ -29,17 +33,37 @@ netns_down() {
 }
 
 netns_up() {
-  local tag=$1 n=$2 rate=${3:-} delay=${4:-} h
+  local tag=$1 n=$2 rate=${3:-} delay=${4:-} per=${5:-0} core=${6:-} h i
   NETNS_TAG=$tag NETNS_HOSTS=$n
   trap netns_down EXIT
   ip netns add "$tag-sw"
-  ip -n "$tag-sw" link add br0 type bridge
-  ip -n "$tag-sw" link set br0 up
+  local islands=1
+  ((per > 0)) && islands=$(((n + per - 1) / per))
+  for ((i = 0; i < islands; i++)); do
+    ip -n "$tag-sw" link add "br$i" type bridge
+    ip -n "$tag-sw" link set "br$i" up
+  done
+  if ((islands > 1)); then
+    # Each island's uplink: a veth pair between its bridge and the core, each end's egress shaped,
+    # so traffic between islands shares CORE_RATE each way, whatever the hosts' own links allow.
+    ip -n "$tag-sw" link add core type bridge
+    ip -n "$tag-sw" link set core up
+    for ((i = 0; i < islands; i++)); do
+      ip -n "$tag-sw" link add "up$i" type veth peer name "dn$i"
+      ip -n "$tag-sw" link set "up$i" master "br$i" up
+      ip -n "$tag-sw" link set "dn$i" master core up
+      if [[ -n "$core" ]]; then
+        ip netns exec "$tag-sw" tc qdisc add dev "up$i" root tbf rate "$core" burst 256kb latency 50ms
+        ip netns exec "$tag-sw" tc qdisc add dev "dn$i" root tbf rate "$core" burst 256kb latency 50ms
+      fi
+    done
+  fi
   for ((h = 0; h < n; h++)); do
-    local ns="$tag-h$h"
+    local ns="$tag-h$h" br=br0
+    ((islands > 1)) && br="br$((h / per))"
     ip netns add "$ns"
     ip -n "$tag-sw" link add "p$h" type veth peer name eth0 netns "$ns"
-    ip -n "$tag-sw" link set "p$h" master br0 up
+    ip -n "$tag-sw" link set "p$h" master "$br" up
     ip -n "$ns" addr add "10.213.0.$((h + 1))/24" dev eth0
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up

@@ -13,11 +13,18 @@
 #                    [--factor F] [--algos "ring hierarchical ..."] [--rounds R] [--out DIR]
 #                    [--shm-gbs X]       (the simulated hosts' shm bandwidth per rank, GB/s; 4)
 #                    [--max-error PCT]   (exit 1 if any |error| is above PCT)
+#                    [--hosts-per-island K --core-gbit C]
+#                                        (a bridge per island of K hosts, the islands joined by a
+#                                        core through uplinks of C Gbit/s each way; the ranks get
+#                                        the same cluster as a fabric file, the simulator as
+#                                        --nodes-per-leaf K and a core oversubscribed K*R/C)
+# "selector" in --algos compares the selector's own runs with the simulated busbw of the algorithm
+# atoll-sim's selector picks for the same cluster.
 # Needs root and iproute2 (exit 77, "skipped", when namespaces cannot be made).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$here/../../build" hosts=4 np=8 rate=1 min=4M max=32M factor=2 algos="ring tree rhd rd hierarchical"
-rounds=1 out=/tmp/atoll-sim-validate maxerr="" shm=4
+rounds=1 out=/tmp/atoll-sim-validate maxerr="" shm=4 per=0 core=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
@@ -32,7 +39,9 @@ while [[ $# -gt 0 ]]; do
     --out) out="$2"; shift 2 ;;
     --max-error) maxerr="$2"; shift 2 ;;
     --shm-gbs) shm="$2"; shift 2 ;;
-    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
+    --hosts-per-island) per="$2"; shift 2 ;;
+    --core-gbit) core="$2"; shift 2 ;;
+    -h|--help) sed -n 2,23p "$0"; exit 0 ;;
     *) echo "validate.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -42,13 +51,32 @@ netns_available || { echo "validate.sh: skipped: network namespaces cannot be cr
 sim="$build/bin/atoll-sim"
 [[ -x "$sim" ]] || { echo "validate.sh: build atoll-sim in $build first" >&2; exit 2; }
 mkdir -p "$out"
+goodput=$(python3 -c "print($rate * 1448 / 1514)")
+islands=() leaf=1 oversub=1
+if ((per > 0)); then
+  [[ -n "$core" ]] || { echo "validate.sh: --hosts-per-island needs --core-gbit" >&2; exit 2; }
+  ((hosts % per == 0)) || { echo "validate.sh: --hosts must be a multiple of --hosts-per-island" >&2; exit 2; }
+  leaf=$per oversub=$(python3 -c "print(max(1.0, $per * $rate / $core))")
+  # The ranks' view of the same cluster: hosts host0.. (perf/islands/netns.sh names them so), an
+  # island per bridge, the core's share per host (docs/TOPOLOGY.md's format).
+  gbs=$(python3 -c "print($goodput / 8)")
+  {
+    echo "level leaf bw=$gbs lat=20"
+    echo "level global bw=$gbs lat=40 oversub=$oversub"
+    for ((i = 0; i < hosts / per; i++)); do
+      list=""
+      for ((h = i * per; h < (i + 1) * per; h++)); do list+="${list:+,}host$h"; done
+      echo "leaf l$i island=pod$i hosts=$list"
+    done
+  } > "$out/fabric.txt"
+  islands=(--hosts-per-island "$per" --core-rate "${core}gbit" --fabric "$out/fabric.txt")
+fi
 # The measured side: perf/islands/algo_sweep.sh forces each algorithm in turn on the emulated hosts.
-bash "$here/../islands/algo_sweep.sh" --build "$build" --np "$np" --hosts "$hosts" --rate "${rate}gbit" \
+bash "$here/../islands/algo_sweep.sh" --build "$build" --np "$np" --hosts "$hosts" --rate "${rate}gbit" "${islands[@]}" \
   --min "$min" --max "$max" --factor "$factor" --rounds "$rounds" --out "$out/measured" > "$out/sweep.txt" 2> "$out/sweep.log"
 # The simulated side: the same cluster, described to atoll-sim.
-goodput=$(python3 -c "print($rate * 1448 / 1514)")
-"$sim" --nodes "$hosts" --gpus $((np / hosts)) --nics 1 --nic-gbps "$goodput" --nodes-per-leaf 1 --leaves-per-island 1 \
-  --global-oversub 1 --intra-gbs "$shm" --channels 2 --algos "${algos// /,}" \
+"$sim" --nodes "$hosts" --gpus $((np / hosts)) --nics 1 --nic-gbps "$goodput" --nodes-per-leaf "$leaf" --leaves-per-island 1 \
+  --global-oversub "$oversub" --intra-gbs "$shm" --channels 2 --algos "$(echo $algos | tr ' ' '\n' | grep -vx selector | paste -sd,)" \
   -b "$min" -e "$max" -f "$factor" --csv "$out/simulated.csv" > "$out/simulated.txt" 2>&1
 python3 - "$out" "$algos" "$rounds" "$maxerr" <<'PY'
 import csv, json, os, sys
@@ -65,19 +93,23 @@ def measured(algo):
         v = sorted(run[s] for run in runs if s in run)
         med[s] = v[len(v) // 2]
     return med
-sim = {}
+sim, picks = {}, {}
 for row in csv.DictReader(open(os.path.join(out, "simulated.csv"))):
     sim[(row["algo"], int(row["bytes"]))] = float(row["busbw_gbs"])
+    if row["picked"] == "1":
+        sim[("auto", int(row["bytes"]))] = float(row["busbw_gbs"])
+        picks[int(row["bytes"])] = row["algo"]
 lines = ["| size (B) | algorithm | measured busbw (GB/s) | simulated | error |", "|---:|---|---:|---:|---:|"]
 worst = 0.0
-for algo in algos:
+for algo in [("auto" if a == "selector" else a) for a in algos]:
     m = measured(algo)
     for size in sorted(m):
         s = sim.get((algo, size))
         if s is None: continue
         err = (s - m[size]) / m[size] * 100
         worst = max(worst, abs(err))
-        lines.append("| %d | %s | %.4f | %.4f | %+.1f%% |" % (size, algo, m[size], s, err))
+        name = "selector (sim picks %s)" % picks[size] if algo == "auto" else algo
+        lines.append("| %d | %s | %.4f | %.4f | %+.1f%% |" % (size, name, m[size], s, err))
 lines.append("")
 lines.append("largest |error|: %.1f%%" % worst)
 print("\n".join(lines))

@@ -9,12 +9,14 @@ endforeach()
 # atoll-sim against emulated hosts (network namespaces, root; skipped otherwise): the bounded CI
 # subset of perf/sim/validate.sh, on the algorithms it predicts within 10% (rd and hierarchical,
 # whose two TCP flows per host share one shaped queue, are off by up to 22%: perf/sim/README.md).
-# Serial: its shaped links and timings should not share the cores.
+# Serial: its shaped links and timings should not share the cores. Two rounds, the better taken
+# (validate.sh's median of two): other work on the 2 cores only ever slows the measured side, and
+# once put rhd at 8 MiB 10.5% under its prediction (0.3-1% when idle).
 if(ATOLL_SANITIZE STREQUAL "")
   add_test(NAME sim_validate_netns
     COMMAND ${PROJECT_SOURCE_DIR}/perf/sim/validate.sh --build ${CMAKE_BINARY_DIR} --hosts 2 --np 4 --rate-gbit 1
-            --min 4M --max 8M --factor 2 --algos "ring tree rhd" --out ${CMAKE_BINARY_DIR}/sim-validate
-            --max-error 10)
+            --min 4M --max 8M --factor 2 --algos "ring tree rhd" --rounds 2
+            --out ${CMAKE_BINARY_DIR}/sim-validate --max-error 10)
   set_tests_properties(sim_validate_netns PROPERTIES TIMEOUT 300 LABELS "integration;netns;sim" RUN_SERIAL TRUE
                        SKIP_RETURN_CODE 77)
 endif()
