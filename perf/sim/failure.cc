@@ -1,11 +1,13 @@
 #include "perf/sim/failure.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <queue>
 
+#include "algorithms/binomial.h"
 #include "base/params.h"
 #include "core/fault_notice.h"
 #include "perf/sim/generate.h"
@@ -33,12 +35,6 @@ std::vector<std::vector<int>> linkGraph(const std::vector<std::vector<Compressed
     a.erase(std::unique(a.begin(), a.end()), a.end());
   }
   return adj;
-}
-
-int ceilLog2(int n) {
-  int r = 0;
-  while ((1 << r) < n) ++r;
-  return r;
 }
 
 }  // namespace
@@ -193,22 +189,25 @@ FailureReport simulateFailure(const Setup& setup, algo::Coll coll, algo::Algo a,
     const double e = err[static_cast<size_t>(r)];
     return e < kInf ? e : rep.lastErrorUs;
   };
-  // The id goes down a binomial tree (core/split.cc initChild): a rank forwards it, one message
-  // after another, once it has it and has itself entered the shrink.
+  // The id goes down the broadcast's binomial tree (core/split.cc initChild): a rank forwards it,
+  // one message after another, once it has it and has itself entered the shrink. A parent's
+  // position is below its children's, so one pass in order sees every parent first.
   std::vector<double> has(static_cast<size_t>(m), 0);
   double started = 0, joined = 0;
+  algo::CollSpec tree;
+  tree.nranks = m;
+  tree.root = 0;
   for (int i = 0; i < m; ++i) {
     const double start = std::max(enters(order[static_cast<size_t>(i)]), has[static_cast<size_t>(i)]);
-    int below = 1;
-    while (i > 0 && below <= i) below *= 2;
+    tree.rank = i;
     int sent = 0;
-    for (int step = below; i + step < m; step *= 2) has[static_cast<size_t>(i + step)] = start + ++sent * f.bootMsgUs;
+    for (int child : algo::binomialNode(tree).children) has[static_cast<size_t>(child)] = start + ++sent * f.bootMsgUs;
     started = std::max(started, start);
     joined = std::max(joined, start + f.bootMsgUs);
   }
   rep.idUs = std::max(0.0, started - rep.lastErrorUs);
   rep.joinUs = joined + m * f.rootReplyUs - std::max(started, rep.lastErrorUs);
-  const int rounds = ceilLog2(m);
+  const int rounds = std::bit_width(static_cast<unsigned>(m - 1));  // ceil(log2 m)
   for (int k = 0; k < rounds; ++k) {
     const double entries = std::min<double>(1 << k, m - (1 << k));
     rep.allGatherUs += f.bootMsgUs + entries * f.initEntryBytes / (f.bootGBs * 1e3);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "algorithms/binomial.h"
 #include "core/group.h"
 #include "core/init.h"
 #include "core/nccl_api.h"
@@ -23,24 +24,25 @@ constexpr uint32_t kSplitTagBase = 0x00530000u;  // away from the bootstrap's in
 constexpr uint32_t kShrinkTagBase = 0x00520000u;
 
 /// `order` lists the parent ranks of the child communicator in child-rank order. Its first member
-/// creates the child's unique id, which reaches the others down a binomial tree over the parent's
-/// bootstrap: ceil(log2 n) rounds. One rank sending it to each of the others in turn took n - 1
-/// message times, which atoll-sim (perf/sim) put at 0.56 s of a shrink at 8k ranks.
+/// creates the child's unique id, which reaches the others down the broadcast's binomial tree over
+/// the parent's bootstrap: ceil(log2 n) rounds. One rank sending it to each of the others in turn
+/// took n - 1 message times, which atoll-sim (perf/sim) put at 0.56 s of a shrink at 8k ranks.
 Status initChild(ncclComm* comm, const std::vector<int>& order, uint32_t tag, ncclConfig_t& cfg, ncclComm_t* newcomm) {
-  const int m = static_cast<int>(order.size());
   const int newRank = static_cast<int>(std::find(order.begin(), order.end(), comm->rank) - order.begin());
+  algo::CollSpec tree;
+  tree.nranks = static_cast<int>(order.size());
+  tree.rank = newRank;
+  tree.root = 0;
+  const algo::BinomialNode node = algo::binomialNode(tree);
   ncclUniqueId id;
-  int below = 1;  // the subtree sizes this rank serves start above its own highest bit
-  if (newRank == 0) {
+  if (node.parent < 0) {
     ATOLL_ASSIGN_OR_RETURN(id, bootstrap::generateUniqueId(/*ignoreCommIdEnv=*/true));
   } else {
-    while (below * 2 <= newRank) below *= 2;
-    ATOLL_CHECK(comm->bootstrap->recv(order[static_cast<size_t>(newRank - below)], tag,
+    ATOLL_CHECK(comm->bootstrap->recv(order[static_cast<size_t>(node.parent)], tag,
                                       std::as_writable_bytes(std::span(&id, 1))));
-    below *= 2;
   }
-  for (int step = below; newRank + step < m; step *= 2)
-    ATOLL_CHECK(comm->bootstrap->send(order[static_cast<size_t>(newRank + step)], tag, std::as_bytes(std::span(&id, 1))));
+  for (int child : node.children)
+    ATOLL_CHECK(comm->bootstrap->send(order[static_cast<size_t>(child)], tag, std::as_bytes(std::span(&id, 1))));
   ncclResult_t r = ncclCommInitRankConfig(newcomm, static_cast<int>(order.size()), id, newRank, &cfg);
   if (r != ncclSuccess && r != ncclInProgress) return Status(r);
   if (r == ncclSuccess && *newcomm) (*newcomm)->cudaDev = comm->cudaDev;  // (a non-blocking init still runs)
