@@ -24,6 +24,16 @@ Result<size_t> Connection::receiveInto(void* dst, size_t n) {
   return got;
 }
 
+Result<size_t> Connection::readOffered(void*, size_t, size_t) {
+  return ATOLL_ERROR(ncclInternalError, "%s: single-copy read on a link that never offers", describe().c_str());
+}
+Result<std::span<const std::byte>> Connection::viewOffered(size_t, size_t) {
+  return ATOLL_ERROR(ncclInternalError, "%s: single-copy view on a link that never offers", describe().c_str());
+}
+Status Connection::finishOffered() {
+  return ATOLL_ERROR(ncclInternalError, "%s: single-copy finish on a link that never offers", describe().c_str());
+}
+
 void encodePeerInfo(codec::Writer& w, const PeerInfo& p) {
   w.i32(p.rank);
   w.i32(p.pid);

@@ -65,6 +65,8 @@ struct Context {
   Secret secret{};
   std::vector<PeerInfo> peers;
   size_t bufferBytes = 4u << 20;  // per connection and direction; a multiple of 8
+  size_t shmDirectMinBytes = 64u << 10;  // shm single copy of pooled memory (0: off), ATOLL_SHM_DIRECT_MIN
+  size_t shmCmaMinBytes = 0;             // shm single copy through process_vm_readv (0: off), ATOLL_SHM_CMA_MIN
   int timeoutMs = 120000;         // for connection setup
   int heartbeatMs = 1000;         // socket links: keepalive period (0 = off), see ATOLL_HEARTBEAT_MS
   int heartbeatTimeoutMs = 2000;  // socket links: no acknowledgement for this long = peer host gone
@@ -86,6 +88,37 @@ class Connection {
   /// skip their staging copy. Errors as for peek(), once nothing more can be delivered.
   virtual Result<size_t> receiveInto(void* dst, size_t n);
   virtual std::string describe() const = 0;
+  // Single copy. A link whose receiver can read the sender's memory in place (shm: a pointer
+  // between thread-ranks, a mapped pool region or process_vm_readv between processes) moves a
+  // large message as an offer: the sender puts a descriptor in the stream and keeps its buffer
+  // untouched until the receiver says it has read it (transports/shm/shm_direct.h). The schedules
+  // are proved to need no buffering for that (algorithms/verify.h, Delivery::Rendezvous). Links
+  // that cannot keep the defaults: every message streams.
+  enum class Offer : uint8_t { Stream, Offered, Wait };
+  /// Sender: offers [data, data + n) whole, or says to stream it (or to ask again: not decided yet,
+  /// or no room for the descriptor).
+  virtual Result<Offer> offer(const void* /*data*/, size_t /*n*/) { return Offer::Stream; }
+  /// Sender: whether the receiver has finished reading the last offer (the buffer is free again).
+  virtual Result<bool> offerTaken() { return true; }
+  /// Receiver, before the message of n bytes: Offered (read it with readOffered/viewOffered),
+  /// Stream (its bytes follow in the stream) or Wait (ask again: not known yet).
+  virtual Result<Offer> incoming(size_t /*n*/) { return Offer::Stream; }
+  /// Receiver: copies bytes [at, at + n) of the offer into dst; 0 while its descriptor is in flight.
+  virtual Result<size_t> readOffered(void* dst, size_t at, size_t n);
+  /// Receiver: a view of bytes [at, at + up to n) of the offer, read in place or through a bounce
+  /// buffer valid until the next call; empty while the descriptor is in flight.
+  virtual Result<std::span<const std::byte>> viewOffered(size_t at, size_t n);
+  /// Receiver: the whole offer is read; the sender may reuse its buffer.
+  virtual Status finishOffered();
+  /// Messages shorter than this always stream, both ways, so the engine skips offer() and
+  /// incoming() for them (not virtual: it is asked for every message).
+  size_t offerFloor() const { return offerFloor_; }
+
+ protected:
+  size_t offerFloor_ = SIZE_MAX;
+
+ public:
+
   /// Memory this end of the link holds for buffering (ncclCommMemStats).
   virtual size_t bufferBytes() const = 0;
   /// Waits until the peer holds its end of the link too (the last phase of link setup, see

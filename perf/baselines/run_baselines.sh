@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Side-by-side all-reduce (float sum) busbw on local ranks:
 #   atoll_shm     build/perf/all_reduce_perf under atollrun (shared-memory transport)
+#   atoll_shm_pool  the same with -R 1: buffers from ncclMemAlloc, which shm links move in a
+#                 single copy (the peer maps them and reads them in place)
 #   atoll_socket  the same with NCCL_SHM_DISABLE=1 (TCP sockets over loopback)
 #   mpi           build/perf/mpi_allreduce_bench: Open MPI's MPI_Allreduce (its own tuned choice)
 #   gloo_ring     build/perf/gloo_allreduce_bench -A ring: gloo::AllreduceRing over TCP
@@ -10,6 +12,10 @@
 #
 # usage: run_baselines.sh [--np "2 4"] [--min 8] [--max 256M] [--factor 2] [--iters 20] [--warmup 2]
 #                         [--place in|out] [--build DIR] [--out DIR] [--timeout SECONDS]
+#                         [--rounds N] [--systems "atoll_shm atoll_shm_pool atoll_socket mpi gloo_ring gloo_hd"]
+# --rounds N runs every system N times, interleaved (round 1 of each, then round 2, ...), and
+# tabulates the median of each size's time and bandwidth: load from anything else on the machine
+# then hits every system alike. ratios.md gives Atoll's busbw over Open MPI's per size.
 # Writes to --out: table.md, results.csv, busbw_np<N>.png, targets.txt, mpi_config.txt,
 # memcpy.txt, json/<system>_np<N>.json, plot/*.dat and logs/. Prints the targets section at the end.
 #
@@ -36,6 +42,8 @@ place=in
 build="$repo/build"
 out=""
 limit=900
+rounds=1
+systems="atoll_shm atoll_shm_pool atoll_socket mpi gloo_ring gloo_hd"
 
 die() {
   echo "run_baselines.sh: $*" >&2
@@ -58,12 +66,19 @@ while (($#)); do
     --build) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --timeout) limit="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --systems) systems="$2"; shift 2 ;;
     -h | --help) usage 0 ;;
     *) echo "run_baselines.sh: unknown argument $1" >&2; usage 2 ;;
   esac
 done
 [[ "$place" == in || "$place" == out ]] || die "--place takes in or out"
 [[ -n "$np_list" ]] || die "--np needs at least one rank count"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds: '$rounds' is not a positive count"
+for sys in $systems; do
+  [[ " atoll_shm atoll_shm_pool atoll_socket mpi gloo_ring gloo_hd " == *" $sys "* ]] || die "--systems: unknown system '$sys'"
+done
+command -v python3 > /dev/null || die "missing python3 (medians of the rounds)"
 for np in $np_list; do
   [[ "$np" =~ ^[1-9][0-9]*$ ]] || die "--np: '$np' is not a rank count"
 done
@@ -158,24 +173,28 @@ echo "== memcpy bandwidth (64 MiB, one core)"
 memcpy_before="$(memcpy_run before)"
 [[ -n "$memcpy_before" ]] || die "cannot read memcpy_bw output ($out/logs/memcpy_before.log)"
 
-# --- The benchmarks, one at a time.
-systems="atoll_shm atoll_socket mpi gloo_ring gloo_hd"
-for np in $np_list; do
-  for sys in $systems; do
-    json="$out/json/${sys}_np$np.json"
-    log="$out/logs/${sys}_np$np.log"
-    rm -f "$json"
-    echo "== $sys np=$np"
-    case $sys in
-      atoll_shm) run_logged "$log" env -u NCCL_SHM_DISABLE "$atollrun" -np "$np" "$atoll_perf" "${common[@]}" -J "$json" ;;
-      atoll_socket) run_logged "$log" "$atollrun" -np "$np" -x NCCL_SHM_DISABLE=1 "$atoll_perf" "${common[@]}" -J "$json" ;;
-      mpi) run_logged "$log" "$mpirun" "${mpi_args[@]}" -np "$np" "$mpi_bench" "${common[@]}" -J "$json" ;;
-      gloo_ring | gloo_hd)
-        run_logged "$log" "$atollrun" -np "$np" "$gloo_bench" -A "${sys#gloo_}" -S "$store/$sys-np$np" \
-          "${common[@]}" -J "$json"
-        ;;
-    esac
-    [[ -s "$json" ]] || die "$sys np=$np wrote no JSON ($log)"
+# --- The benchmarks, one at a time; with --rounds, every system once per round.
+for ((round = 1; round <= rounds; round++)); do
+  for np in $np_list; do
+    for sys in $systems; do
+      json="$out/json/${sys}_np${np}_r$round.json"
+      log="$out/logs/${sys}_np${np}_r$round.log"
+      rm -f "$json"
+      echo "== round $round/$rounds: $sys np=$np"
+      case $sys in
+        atoll_shm) run_logged "$log" env -u NCCL_SHM_DISABLE "$atollrun" -np "$np" "$atoll_perf" "${common[@]}" -J "$json" ;;
+        atoll_shm_pool)
+          run_logged "$log" env -u NCCL_SHM_DISABLE "$atollrun" -np "$np" "$atoll_perf" -R 1 "${common[@]}" -J "$json"
+          ;;
+        atoll_socket) run_logged "$log" "$atollrun" -np "$np" -x NCCL_SHM_DISABLE=1 "$atoll_perf" "${common[@]}" -J "$json" ;;
+        mpi) run_logged "$log" "$mpirun" "${mpi_args[@]}" -np "$np" "$mpi_bench" "${common[@]}" -J "$json" ;;
+        gloo_ring | gloo_hd)
+          run_logged "$log" "$atollrun" -np "$np" "$gloo_bench" -A "${sys#gloo_}" -S "$store/$sys-np$np-r$round" \
+            "${common[@]}" -J "$json"
+          ;;
+      esac
+      [[ -s "$json" ]] || die "$sys np=$np round $round wrote no JSON ($log)"
+    done
   done
 done
 
@@ -185,35 +204,53 @@ memcpy_gbps="$(awk -v a="$memcpy_before" -v b="$memcpy_after" 'BEGIN { printf "%
 echo "memcpy 64 MiB one core: before $memcpy_before GB/s, after $memcpy_after GB/s, used $memcpy_gbps GB/s" |
   tee "$out/memcpy.txt"
 
-# --- JSON -> CSV. The tools write one result object per line (perf/common/report.cc).
-csv="$out/results.csv"
-echo "system,np,size_bytes,place,time_us,algbw_gbps,busbw_gbps,wrong" > "$csv"
-for np in $np_list; do
-  for sys in $systems; do
-    awk -v sys="$sys" -v np="$np" '
-      function num(text, key,   i, rest) {
-        i = index(text, "\"" key "\": ")
-        if (i == 0) return ""
-        rest = substr(text, i + length(key) + 4)
-        sub(/[,}].*/, "", rest)
-        return rest
-      }
-      /"size": / {
-        cut = index($0, "\"inPlace\"")
-        oop = substr($0, 1, cut - 1)
-        ip = substr($0, cut)
-        size = num($0, "size")
-        printf "%s,%s,%s,out,%s,%s,%s,%s\n", sys, np, size, num(oop, "time_us"), num(oop, "algbw_gbps"), num(oop, "busbw_gbps"), num(oop, "wrong")
-        printf "%s,%s,%s,in,%s,%s,%s,%s\n", sys, np, size, num(ip, "time_us"), num(ip, "algbw_gbps"), num(ip, "busbw_gbps"), num(ip, "wrong")
-      }' "$out/json/${sys}_np$np.json" >> "$csv"
+# --- JSON -> CSV. The tools write one result object per line (perf/common/report.cc); rounds.csv
+# keeps every round, results.csv the per-size medians.
+rounds_csv="$out/rounds.csv"
+echo "system,np,round,size_bytes,place,time_us,algbw_gbps,busbw_gbps,wrong" > "$rounds_csv"
+for ((round = 1; round <= rounds; round++)); do
+  for np in $np_list; do
+    for sys in $systems; do
+      awk -v sys="$sys" -v np="$np" -v round="$round" '
+        function num(text, key,   i, rest) {
+          i = index(text, "\"" key "\": ")
+          if (i == 0) return ""
+          rest = substr(text, i + length(key) + 4)
+          sub(/[,}].*/, "", rest)
+          return rest
+        }
+        /"size": / {
+          cut = index($0, "\"inPlace\"")
+          oop = substr($0, 1, cut - 1)
+          ip = substr($0, cut)
+          size = num($0, "size")
+          printf "%s,%s,%s,%s,out,%s,%s,%s,%s\n", sys, np, round, size, num(oop, "time_us"), num(oop, "algbw_gbps"), num(oop, "busbw_gbps"), num(oop, "wrong")
+          printf "%s,%s,%s,%s,in,%s,%s,%s,%s\n", sys, np, round, size, num(ip, "time_us"), num(ip, "algbw_gbps"), num(ip, "busbw_gbps"), num(ip, "wrong")
+        }' "$out/json/${sys}_np${np}_r$round.json" >> "$rounds_csv"
+    done
   done
 done
+csv="$out/results.csv"
+python3 - "$rounds_csv" "$csv" << 'EOF'
+import csv, statistics, sys
+rows = {}
+with open(sys.argv[1]) as f:
+    for r in csv.DictReader(f):
+        rows.setdefault((r["system"], r["np"], r["size_bytes"], r["place"]), []).append(r)
+with open(sys.argv[2], "w") as f:
+    f.write("system,np,size_bytes,place,time_us,algbw_gbps,busbw_gbps,wrong\n")
+    for key, rs in rows.items():
+        med = lambda k: statistics.median(float(r[k]) for r in rs)
+        wrong = max(int(float(r["wrong"] or 0)) for r in rs)
+        f.write("%s,%s,%s,%s,%.3f,%.4f,%.4f,%d\n" % (*key, med("time_us"), med("algbw_gbps"), med("busbw_gbps"), wrong))
+EOF
 
 # --- Markdown table: one row per size, one busbw column per system and rank count.
 {
   echo "# All-reduce busbw (GB/s), float sum, $place_label"
   echo
   echo "busbw = algbw * 2(n-1)/n, algbw = bytes / time; time = per-rank mean over $iters iterations"
+  echo "(median of $rounds interleaved round(s))"
   echo "($warmup warm-up), averaged over ranks (all_reduce_perf's method). Host: $(nproc) cores,"
   echo "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2> /dev/null || echo unknown CPU)."
   echo "memcpy (one core, 64 MiB): $memcpy_gbps GB/s. MPI: $(sed -n 's/^flags: //p' "$out/mpi_config.txt")."
@@ -244,6 +281,37 @@ done
       }
     }' "$csv"
 } > "$out/table.md"
+
+# --- Ratios: each Atoll shm system's busbw over Open MPI's, per size (the time ratio's inverse).
+if [[ " $systems " == *" mpi "* ]]; then
+  python3 - "$csv" "$place" "$np_list" "$systems" "$rounds" > "$out/ratios.md" << 'EOF'
+import csv, sys
+path, place, nps, systems, rounds = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split(), sys.argv[5]
+ours = [s for s in systems if s.startswith("atoll_shm")]
+bw = {}
+for r in csv.DictReader(open(path)):
+    if r["place"] == place:
+        bw[(r["system"], r["np"], int(r["size_bytes"]))] = float(r["busbw_gbps"])
+sizes = sorted({k[2] for k in bw})
+def human(b):
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= div and b % div == 0:
+            return "%d %s" % (b // div, unit)
+    return "%d B" % b
+print("# Atoll busbw / Open MPI busbw, %s, median of %s round(s)" % ("in place" if place == "in" else "out of place", rounds))
+print()
+cols = ["%s np%s" % (s, n) for n in nps for s in ours]
+print("| size | " + " | ".join(cols) + " |")
+print("|---:|" + "---:|" * len(cols))
+for size in sizes:
+    cells = []
+    for n in nps:
+        for s in ours:
+            a, m = bw.get((s, n, size)), bw.get(("mpi", n, size))
+            cells.append("%.2fx" % (a / m) if a and m else "-")
+    print("| %s | %s |" % (human(size), " | ".join(cells)))
+EOF
+fi
 
 # --- Plots: busbw vs size per rank count.
 for np in $np_list; do
@@ -287,16 +355,18 @@ awk -F, -v np="$tnp" -v place="$place" -v label="$place_label" -v memcpy="$memcp
   function ratio(a, b) { return (b > 0) ? sprintf("%.2f", a / b) : "n/a" }
   END {
     printf "## targets (np=%s, float sum, %s, busbw at %d B%s)\n", np, label, big, (big == 67108864) ? " = 64 MiB" : " (64 MiB not measured)"
-    shm = bw["atoll_shm," big]; mpi = bw["mpi," big]; sock = bw["atoll_socket," big]
+    shm = bw["atoll_shm," big]; mpi = bw["mpi," big]; sock = bw["atoll_socket," big]; pool = bw["atoll_shm_pool," big]
     ring = bw["gloo_ring," big]; hd = bw["gloo_hd," big]; gloo = (ring > hd) ? ring : hd
     gname = (ring > hd) ? "gloo_ring" : "gloo_hd"
     printf "shm busbw / MPI busbw          : %.3f / %.3f GB/s = %s\n", shm, mpi, ratio(shm, mpi)
     printf "shm busbw / memcpy             : %.3f / %.3f GB/s = %s\n", shm, memcpy, ratio(shm, memcpy)
+    printf "shm -R 1 (ncclMemAlloc) / MPI   : %.3f / %.3f GB/s = %s\n", pool, mpi, ratio(pool, mpi)
+    printf "shm -R 1 (ncclMemAlloc) / memcpy: %.3f / %.3f GB/s = %s\n", pool, memcpy, ratio(pool, memcpy)
     printf "%d-byte time shm / MPI          : %.2f / %.2f us = %s\n", small, t["atoll_shm," small], t["mpi," small], ratio(t["atoll_shm," small], t["mpi," small])
     printf "socket busbw / best Gloo (%s) : %.3f / %.3f GB/s = %s\n", gname, sock, gloo, ratio(sock, gloo)
   }' "$out/results.csv" > "$out/targets.txt"
 
 echo
-echo "wrote $out/table.md, results.csv, busbw_np*.png, mpi_config.txt"
+echo "wrote $out/table.md, ratios.md, results.csv, rounds.csv, busbw_np*.png, mpi_config.txt"
 echo
 cat "$out/targets.txt"

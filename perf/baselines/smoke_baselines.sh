@@ -16,9 +16,9 @@ status=0
 for f in table.md results.csv busbw_np2.png targets.txt mpi_config.txt; do
   [[ -s "$out/res/$f" ]] || { echo "missing or empty: $f" >&2; status=1; }
 done
-# 5 systems x 5 sizes x 2 placements, plus the header.
+# 6 systems x 5 sizes x 2 placements, plus the header.
 rows=$(wc -l < "$out/res/results.csv")
-[[ "$rows" -eq 51 ]] || { echo "results.csv has $rows lines, expected 51" >&2; status=1; }
+[[ "$rows" -eq 61 ]] || { echo "results.csv has $rows lines, expected 61" >&2; status=1; }
 grep -q '^## targets' "$log" || { echo "no targets section in the output" >&2; status=1; }
 grep -q 'shm busbw / MPI busbw' "$log" || { echo "targets section incomplete" >&2; status=1; }
 head -c 8 "$out/res/busbw_np2.png" | od -An -c | grep -q 'P   N   G' || { echo "busbw_np2.png is not a PNG" >&2; status=1; }

@@ -40,15 +40,30 @@ constexpr size_t kRankLineBytes = 192;
   std::_Exit(code);
 }
 
+struct MemFree {
+  void operator()(std::byte* p) const { ncclMemFree(p); }
+};
+
 struct Buffer {
   std::unique_ptr<std::byte[]> data;
+  std::unique_ptr<std::byte, MemFree> shared;  // -R: from ncclMemAlloc instead
+  void* handle = nullptr;                      // -R: its ncclCommRegister handle
   size_t bytes = 0;
-  void reserve(size_t n) {
+  /// Returns false when ncclMemAlloc fails.
+  bool reserve(size_t n, bool fromNccl) {
     // One spare element keeps the pointer non-null (and distinct) for zero-byte messages.
     bytes = n + 64;
-    data = std::make_unique<std::byte[]>(bytes);
+    if (!fromNccl) {
+      data = std::make_unique<std::byte[]>(bytes);
+      return true;
+    }
+    void* p = nullptr;
+    if (ncclMemAlloc(&p, bytes) != ncclSuccess) return false;
+    shared.reset(static_cast<std::byte*>(p));
+    std::memset(p, 0, bytes);
+    return true;
   }
-  std::byte* at(size_t elem, size_t elemSize) const { return data.get() + elem * elemSize; }
+  std::byte* at(size_t elem, size_t elemSize) const { return (shared ? shared.get() : data.get()) + elem * elemSize; }
 };
 
 struct RankState {
@@ -151,9 +166,13 @@ void RankGroup::allocate() {
       recvBytes = std::max(recvBytes, l.bufferCount() * es);
     }
   }
+  const bool shared = job_.options.localRegister;
   for (RankState& rs : ranks_) {
-    rs.send.reserve(sendBytes);
-    rs.recv.reserve(recvBytes);
+    if (!rs.send.reserve(sendBytes, shared) || !rs.recv.reserve(recvBytes, shared))
+      check(ncclSystemError, "ncclMemAlloc", rs);
+    if (!shared) continue;
+    check(ncclCommRegister(rs.comm, rs.send.at(0, 1), rs.send.bytes, &rs.send.handle), "ncclCommRegister", rs);
+    check(ncclCommRegister(rs.comm, rs.recv.at(0, 1), rs.recv.bytes, &rs.recv.handle), "ncclCommRegister", rs);
   }
 }
 
@@ -359,6 +378,9 @@ void RankGroup::run() {
       for (ncclRedOp_t op : ops) sweep(type, op, root);
     }
   }
+  for (RankState& rs : ranks_)
+    for (Buffer* b : {&rs.send, &rs.recv})
+      if (b->handle != nullptr) check(ncclCommDeregister(rs.comm, b->handle), "ncclCommDeregister", rs);
   forAll("ncclCommFinalize", [](RankState& rs, size_t) { return ncclCommFinalize(rs.comm); });
   for (RankState& rs : ranks_) {
     check(ncclCommDestroy(rs.comm), "ncclCommDestroy", rs);

@@ -72,6 +72,7 @@ constexpr option kLongOptions[] = {
     {"datatype", required_argument, nullptr, 'd'},
     {"root", required_argument, nullptr, 'r'},
     {"blocking", required_argument, nullptr, 'z'},
+    {"local_register", required_argument, nullptr, 'R'},
     {"average", required_argument, nullptr, 'a'},
     {"nthreads", required_argument, nullptr, 't'},
     {"ngpus", required_argument, nullptr, 'g'},
@@ -135,7 +136,7 @@ ParseOutcome parseOptions(int argc, char** argv, Options* out, std::string* erro
     *error = std::string("invalid value '") + (optarg ? optarg : "") + "' for " + what;
     return ParseOutcome::Error;
   };
-  while ((c = getopt_long(argc, argv, ":b:e:i:f:n:m:w:c:o:d:r:z:a:t:g:N:C:J:vh", kLongOptions, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":b:e:i:f:n:m:w:c:o:d:r:z:R:a:t:g:N:C:J:vh", kLongOptions, nullptr)) != -1) {
     switch (c) {
       case 'b':
         if (!parseByteSize(optarg, &o.minBytes)) return bad("-b (minbytes)");
@@ -184,6 +185,12 @@ ParseOutcome parseOptions(int argc, char** argv, Options* out, std::string* erro
         int v = 0;
         if (!parseIntArg(optarg, 0, 1, &v)) return bad("-z (blocking, 0 or 1)");
         o.blocking = v != 0;
+        break;
+      }
+      case 'R': {
+        int v = 0;
+        if (!parseIntArg(optarg, 0, 1, &v)) return bad("-R (local_register, 0 or 1)");
+        o.localRegister = v != 0;
         break;
       }
       case 'a': {
@@ -254,6 +261,8 @@ void printUsage(const char* prog, bool hasOp, bool hasRoot) {
                "                              f8e4m3 f8e5m2 or all (default float)\n"
                "%s"
                "  -z,--blocking <0/1>         blocking collectives (accepted; host calls always complete)\n"
+               "  -R,--local_register <0/1>   buffers from ncclMemAlloc, registered with ncclCommRegister: shm\n"
+               "                              links between processes then move them in a single copy (default 0)\n"
                "  -a,--average <0..3>         combine rank times: 0 min, 1 avg, 2 max, 3 sum (default 1)\n"
                "  -t,--nthreads <n>           threads per process (default 1)\n"
                "  -g,--ngpus <n>              ranks per thread (default 1)\n"

@@ -28,6 +28,7 @@ struct Options {
   std::string typeArg = "float";
   int root = 0;
   bool blocking = false;
+  bool localRegister = false;  // -R: buffers from ncclMemAlloc, as nccl-tests' -R does
   TimeReduce average = TimeReduce::Avg;
   int threads = 1;
   int ranksPerThread = 1;

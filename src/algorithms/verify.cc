@@ -4,6 +4,7 @@
 #include <deque>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace atl::algo {
@@ -51,13 +52,29 @@ struct RankState {
   size_t sendBase = 0;  // in place: where the send buffer starts inside recv
   bool sendInRecv = false;
   Schedule schedule;
-  std::vector<size_t> pc;    // next step per program
-  std::vector<char> posted;  // the send half of that step is already posted
+  std::vector<size_t> pc;  // next step per program
+  struct StepState {
+    bool posted = false;    // the send half of the current step is posted
+    bool received = false;  // its receive half is done
+    uint64_t sentId = 0;    // the message it posted
+  };
+  std::vector<StepState> steps;  // per program
+};
+
+/// A message in flight. Buffered: its values, copied when posted. Rendezvous: where they are in
+/// the sender's memory, read when the receiver takes the message.
+struct Message {
+  uint64_t id = 0;
+  std::vector<Value> values;
+  int from = -1;
+  Ref src;
+  size_t count = 0;
 };
 
 class Simulator {
  public:
-  Simulator(const CollSpec& spec, Generator generate) : spec_(spec), generate_(generate) {}
+  Simulator(const CollSpec& spec, Generator generate, Delivery delivery)
+      : spec_(spec), generate_(generate), rendezvous_(delivery == Delivery::Rendezvous) {}
 
   VerifyResult run() {
     const int n = spec_.nranks;
@@ -74,7 +91,7 @@ class Simulator {
       if (!checkDirections(r, st.schedule)) return result_;
       st.scratch.assign(st.schedule.scratchElems, Value{0, kUnset});
       st.pc.assign(st.schedule.programs.size(), 0);
-      st.posted.assign(st.schedule.programs.size(), 0);
+      st.steps.assign(st.schedule.programs.size(), {});
     }
     // Event-driven: a rank runs until it blocks, and runs again when a message arrives for it.
     std::vector<char> queued(static_cast<size_t>(n), 1);
@@ -86,7 +103,7 @@ class Simulator {
       RankState& st = ranks_[static_cast<size_t>(r)];
       for (size_t p = 0; p < st.schedule.programs.size() && result_.ok; ++p) {
         const Program& prog = st.schedule.programs[p];
-        while (st.pc[p] < prog.steps.size() && result_.ok && tryStep(r, prog.channel, prog.steps[st.pc[p]], st.posted[p])) ++st.pc[p];
+        while (st.pc[p] < prog.steps.size() && result_.ok && tryStep(r, prog.channel, prog.steps[st.pc[p]], st.steps[p])) ++st.pc[p];
       }
       for (int woken : woken_)
         if (!queued[static_cast<size_t>(woken)]) {
@@ -189,7 +206,7 @@ class Simulator {
     return true;
   }
 
-  bool tryStep(int r, int channel, const Step& st, char& posted) {
+  bool tryStep(int r, int channel, const Step& st, RankState::StepState& ss) {
     if (st.kind == StepKind::LocalReduce) {
       const size_t n = st.sendCount;
       Value* a = at(r, st.src, n);
@@ -222,7 +239,7 @@ class Simulator {
     }
     // The executor sends and writes a step's halves concurrently, slice by slice, so a step must
     // not write memory it is still sending (in-place layouts make that easy to do by accident).
-    if (st.sendPeer >= 0 && st.recvPeer >= 0 && st.sendCount > 0 && st.recvCount > 0 && !posted) {
+    if (st.sendPeer >= 0 && st.recvPeer >= 0 && st.sendCount > 0 && st.recvCount > 0 && !ss.posted) {
       const Value* src = at(r, st.src, st.sendCount);
       const Value* dst = at(r, st.dst, st.recvCount);
       if (!src || !dst) return false;
@@ -233,51 +250,68 @@ class Simulator {
         return false;
       }
     }
-    // The receive half decides whether the step can complete; the send half is posted once.
-    Key inKey = key(channel, st.recvPeer, r);
-    if (st.recvPeer >= 0) {
-      auto it = queues_.find(inKey);
-      if (it == queues_.end() || it->second.empty()) {
-        postSend(r, channel, st, posted);
-        return false;
-      }
+    // The send half is posted once; the step completes when its receive half has a message and,
+    // under rendezvous, when its own message was taken.
+    postSend(r, channel, st, ss);
+    if (st.recvPeer >= 0 && !ss.received) {
+      auto it = queues_.find(key(channel, st.recvPeer, r));
+      if (it == queues_.end() || it->second.empty()) return false;
+      Message msg = std::move(it->second.front());
+      it->second.pop_front();
+      if (!receive(r, channel, st, msg)) return false;
+      ss.received = true;
     }
-    postSend(r, channel, st, posted);
-    posted = false;
-    if (st.recvPeer >= 0) {
-      std::vector<Value> msg = std::move(queues_[inKey].front());
-      queues_[inKey].pop_front();
-      if (msg.size() != st.recvCount) {
-        fail("rank " + std::to_string(r) + " expected " + std::to_string(st.recvCount) + " elements from rank " +
-             std::to_string(st.recvPeer) + " on channel " + std::to_string(channel) + " but the message has " +
-             std::to_string(msg.size()));
-        return false;
-      }
-      Value* dst = at(r, st.dst, st.recvCount);
-      if (!dst) return false;
-      if (st.reduce) {
-        Value* acc = at(r, st.acc, st.recvCount);
-        if (!acc) return false;
-        for (size_t i = 0; i < msg.size(); ++i) {
-          if (acc[i].count == kUnset || msg[i].count == kUnset) {
-            fail("rank " + std::to_string(r) + " reduces an element that was never written");
-            return false;
-          }
-          dst[i] = combine(acc[i], msg[i]);
+    if (rendezvous_ && st.sendPeer >= 0 && untaken_.count(ss.sentId) != 0) return false;
+    ss = {};
+    return true;
+  }
+
+  bool receive(int r, int channel, const Step& st, Message& msg) {
+    if (rendezvous_) {
+      untaken_.erase(msg.id);
+      woken_.push_back(msg.from);
+      const Value* src = at(msg.from, msg.src, msg.count);
+      if (!src) return false;
+      msg.values.assign(src, src + msg.count);
+    }
+    if (msg.values.size() != st.recvCount) {
+      fail("rank " + std::to_string(r) + " expected " + std::to_string(st.recvCount) + " elements from rank " +
+           std::to_string(st.recvPeer) + " on channel " + std::to_string(channel) + " but the message has " +
+           std::to_string(msg.values.size()));
+      return false;
+    }
+    Value* dst = at(r, st.dst, st.recvCount);
+    if (!dst) return false;
+    if (st.reduce) {
+      Value* acc = at(r, st.acc, st.recvCount);
+      if (!acc) return false;
+      for (size_t i = 0; i < msg.values.size(); ++i) {
+        if (acc[i].count == kUnset || msg.values[i].count == kUnset) {
+          fail("rank " + std::to_string(r) + " reduces an element that was never written");
+          return false;
         }
-      } else {
-        std::copy(msg.begin(), msg.end(), dst);
+        dst[i] = combine(acc[i], msg.values[i]);
       }
+    } else {
+      std::copy(msg.values.begin(), msg.values.end(), dst);
     }
     return true;
   }
 
-  void postSend(int r, int channel, const Step& st, char& posted) {
-    if (st.sendPeer < 0 || posted) return;
-    posted = true;
+  void postSend(int r, int channel, const Step& st, RankState::StepState& ss) {
+    if (st.sendPeer < 0 || ss.posted) return;
+    ss.posted = true;
     Value* src = at(r, st.src, st.sendCount);
     if (!src) return;
-    queues_[key(channel, r, st.sendPeer)].emplace_back(src, src + st.sendCount);
+    Message msg;
+    msg.id = ss.sentId = ++lastId_;
+    if (rendezvous_) {
+      msg.from = r, msg.src = st.src, msg.count = st.sendCount;
+      untaken_.insert(msg.id);
+    } else {
+      msg.values.assign(src, src + st.sendCount);
+    }
+    queues_[key(channel, r, st.sendPeer)].push_back(std::move(msg));
     woken_.push_back(st.sendPeer);
     result_.messages++;
     result_.elements += st.sendCount;
@@ -367,7 +401,10 @@ class Simulator {
   CollSpec spec_;
   Generator generate_;
   std::vector<RankState> ranks_;
-  std::unordered_map<Key, std::deque<std::vector<Value>>> queues_;
+  bool rendezvous_ = false;
+  std::unordered_map<Key, std::deque<Message>> queues_;
+  std::unordered_set<uint64_t> untaken_;  // rendezvous: posted messages no receiver has taken yet
+  uint64_t lastId_ = 0;
   std::deque<int> work_;
   std::vector<int> woken_;
   std::vector<Value> sums_;
@@ -376,7 +413,11 @@ class Simulator {
 
 }  // namespace
 
-VerifyResult verifySchedule(const CollSpec& spec) { return Simulator(spec, &buildSchedule).run(); }
-VerifyResult verifySchedule(const CollSpec& spec, Generator generate) { return Simulator(spec, generate).run(); }
+VerifyResult verifySchedule(const CollSpec& spec, Delivery delivery) {
+  return Simulator(spec, &buildSchedule, delivery).run();
+}
+VerifyResult verifySchedule(const CollSpec& spec, Generator generate, Delivery delivery) {
+  return Simulator(spec, generate, delivery).run();
+}
 
 }  // namespace atl::algo

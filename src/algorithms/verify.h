@@ -22,12 +22,19 @@ struct VerifyResult {
   size_t elements = 0;   // elements moved in total
 };
 
+/// How the verifier delivers messages. Buffered: a send completes when posted (eager, any
+/// amount of buffering). Rendezvous: a send completes only once its receiver has taken it, and the
+/// receiver reads the sender's memory at that moment, as a single-copy transport does
+/// (transports/shm: the peer reads the payload in place); a schedule that needs buffering to make
+/// progress, or that overwrites what it still offers, fails.
+enum class Delivery : uint8_t { Buffered, Rendezvous };
+
 /// Verifies the schedule buildSchedule(spec) produces for every rank of spec.nranks (spec.rank is
 /// ignored). Honours spec.inPlace with NCCL's in-place buffer layouts.
-VerifyResult verifySchedule(const CollSpec& spec);
+VerifyResult verifySchedule(const CollSpec& spec, Delivery delivery = Delivery::Buffered);
 
 /// Same, for schedules from another generator (tests feed it deliberately broken ones).
 using Generator = Schedule (*)(const CollSpec&);
-VerifyResult verifySchedule(const CollSpec& spec, Generator generate);
+VerifyResult verifySchedule(const CollSpec& spec, Generator generate, Delivery delivery = Delivery::Buffered);
 
 }  // namespace atl::algo

@@ -64,6 +64,16 @@ ATOLL_PARAM(IbQpsPerConnection, "NCCL_IB_QPS_PER_CONNECTION", Int, "1",
 ATOLL_PARAM(BuffSize, "NCCL_BUFFSIZE", Size, "1048576",
             "Bytes of buffering per connection and direction (shared-memory ring, socket staging). Smaller than "
             "NCCL's 4 MiB: host rings stay cache-resident (perf/baselines: +25% shm busbw at 64 MiB).")
+ATOLL_PARAM(ShmDirectMin, "ATOLL_SHM_DIRECT_MIN", Size, "65536",
+            "Shared-memory links: messages of at least this many bytes go in a single copy when the receiver can "
+            "read the sender's buffer with plain loads: any buffer between thread-ranks of one process, "
+            "ncclMemAlloc memory (a shared pool the peer maps) between processes. 0 turns it off. Where the peer "
+            "cannot map the pool (another pid namespace, no /proc) the ring is used; NCCL_DEBUG_SUBSYS=SHM says so.")
+ATOLL_PARAM(ShmCmaMin, "ATOLL_SHM_CMA_MIN", Size, "0",
+            "Shared-memory links between processes: messages of at least this many bytes from memory that is not "
+            "ncclMemAlloc's go in a single copy through process_vm_readv (CMA), where the kernel allows it. 0 "
+            "(default) keeps them on the ring: a CMA read ran at 0.46-0.51x memcpy on the development VM, about "
+            "the cost of the two ring copies (perf/baselines/README.md).")
 
 // Algorithms and engine
 ATOLL_PARAM(RuntimeConnect, "NCCL_RUNTIME_CONNECT", Bool, "1",

@@ -168,6 +168,8 @@ Status initComm(ncclComm* comm, int nranks, std::span<const ncclUniqueId> ids, i
                          checkCalls, rank, theirCheck, r);
   }
   ctx.bufferBytes = static_cast<size_t>(std::max<int64_t>(64 << 10, params::getInt(params::Id::BuffSize))) / 8 * 8;
+  ctx.shmDirectMinBytes = static_cast<size_t>(std::max<int64_t>(0, params::getInt(params::Id::ShmDirectMin)));
+  ctx.shmCmaMinBytes = static_cast<size_t>(std::max<int64_t>(0, params::getInt(params::Id::ShmCmaMin)));
   // Links are made at init or during a call (core/connect.h): a peer that never comes must not
   // hold a call longer than the progress timeout either.
   int64_t setupMs = params::getInt(params::Id::BootstrapTimeoutMs);

@@ -2,7 +2,9 @@
 #include <cstring>
 #include <string>
 
+#include "base/debug.h"
 #include "base/params.h"
+#include "base/shared_pool.h"
 #include "device/device.h"
 
 namespace atl::device {
@@ -13,6 +15,12 @@ class HostDevice final : public Device {
   Kind kind() const override { return Kind::Host; }
   const char* name() const override { return "host"; }
   Result<void*> allocate(size_t bytes) const override {
+    if (bytes > (SIZE_MAX >> 1)) return ATOLL_ERROR(ncclSystemError, "host allocation of %zu bytes failed", bytes);
+    // From the shared pool, so shm links can move it in a single copy (base/shared_pool.h).
+    Result<void*> shared = pool::allocate(bytes);
+    if (shared.ok()) return shared;
+    ATOLL_INFO(log::kAlloc, "ncclMemAlloc: %s; using private memory (shm links will copy it through their rings)",
+               lastErrorMessage().c_str());
     // Page alignment keeps buffers friendly to shared-memory transports and SIMD kernels.
     size_t rounded = (bytes + 4095) / 4096 * 4096;
     void* p = std::aligned_alloc(4096, rounded == 0 ? 4096 : rounded);
@@ -20,6 +28,7 @@ class HostDevice final : public Device {
     return p;
   }
   Status release(void* ptr) const override {
+    if (pool::release(ptr)) return Status::Ok();
     std::free(ptr);
     return Status::Ok();
   }

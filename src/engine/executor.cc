@@ -18,6 +18,11 @@ constexpr size_t kWireAlign = 8;
 constexpr std::byte kZeros[kWireAlign] = {};
 size_t wireSize(size_t bytes) { return (bytes + kWireAlign - 1) / kWireAlign * kWireAlign; }
 constexpr size_t kSliceBytes = 128 << 10;
+// Copies read in place (single copy, transports/shm/shm_direct.h) go in larger pieces: each is a
+// system call between processes, and nothing is staged that must stay in cache.
+constexpr size_t kDirectCopyBytes = 1 << 20;
+
+using Offer = transport::Connection::Offer;
 
 struct ProgramState {
   const algo::Program* program = nullptr;
@@ -26,6 +31,8 @@ struct ProgramState {
   size_t recvd = 0;
   transport::Connection* sendConn = nullptr;
   transport::Connection* recvConn = nullptr;
+  Offer sendAs = Offer::Wait;  // how the send half goes: undecided (Wait), offered or streamed
+  Offer recvAs = Offer::Wait;  // how the receive half comes
   bool done() const { return step >= program->steps.size(); }
 };
 
@@ -73,6 +80,7 @@ class PlanRun {
         if (!stepDone) break;
         ++ps.step;
         ps.sent = ps.recvd = 0;
+        ps.sendAs = ps.recvAs = Offer::Wait;
         ATOLL_CHECK(bindStep(ps));
       }
       allDone = allDone && ps.done();
@@ -153,16 +161,38 @@ class PlanRun {
     const size_t recvBytes = st.recvCount * esz, recvWire = wireSize(recvBytes);
     const std::byte* src = ps.sendConn ? at(st.src) : nullptr;
     std::byte* dst = ps.recvConn ? at(st.dst) : nullptr;
+    if (ps.sendConn && ps.sendAs == Offer::Wait) {
+      if (sendBytes < ps.sendConn->offerFloor()) {
+        ps.sendAs = Offer::Stream;
+      } else {
+        ATOLL_ASSIGN_OR_RETURN(ps.sendAs, onLink(st.sendPeer, ps.sendConn->offer(src, sendBytes)));
+        *moved = *moved || ps.sendAs == Offer::Offered;
+      }
+    }
+    if (ps.sendAs == Offer::Offered && ps.sent < sendWire) {
+      // The buffer is the peer's to read until it says so; the step holds until then.
+      ATOLL_ASSIGN_OR_RETURN(bool taken, onLink(st.sendPeer, ps.sendConn->offerTaken()));
+      if (taken) ps.sent = sendWire, *moved = true;
+    }
+    if (ps.recvConn && ps.recvAs == Offer::Wait) {
+      if (recvBytes < ps.recvConn->offerFloor()) {
+        ps.recvAs = Offer::Stream;
+      } else {
+        ATOLL_ASSIGN_OR_RETURN(ps.recvAs, onLink(st.recvPeer, ps.recvConn->incoming(recvBytes)));
+      }
+    }
+    if (ps.recvAs == Offer::Offered && ps.recvd < recvWire) ATOLL_CHECK(receiveOffered(ps, st, dst, moved));
     for (bool progressed = true; progressed;) {
       progressed = false;
-      if (ps.sendConn && ps.sent < sendWire) {
+      if (ps.sendConn && ps.sendAs == Offer::Stream && ps.sent < sendWire) {
         const void* from = ps.sent < sendBytes ? static_cast<const void*>(src + ps.sent) : kZeros;
         size_t len = ps.sent < sendBytes ? std::min(sendBytes - ps.sent, kSliceBytes) : sendWire - ps.sent;
         ATOLL_ASSIGN_OR_RETURN(size_t n, onLink(st.sendPeer, ps.sendConn->send(from, len)));
         ps.sent += n;
         progressed = progressed || n > 0;
       }
-      if (ps.recvConn && ps.recvd < recvBytes && !st.reduce) {
+      if (ps.recvAs != Offer::Stream) {
+      } else if (ps.recvConn && ps.recvd < recvBytes && !st.reduce) {
         // Plain copies land straight in the destination (one copy fewer on sockets).
         const size_t len = std::min(recvBytes - ps.recvd, kSliceBytes);
         ATOLL_ASSIGN_OR_RETURN(size_t n, onLink(st.recvPeer, ps.recvConn->receiveInto(dst + ps.recvd, len)));
@@ -197,11 +227,41 @@ class PlanRun {
     return Status::Ok();
   }
 
+  /// Receives an offered message (single copy): copies land in place, reductions read the peer's
+  /// buffer slice by slice. Done when the whole message is in; then the sender may reuse it. At
+  /// most kDirectCopyBytes per call, so the other programs (and this step's send) keep moving.
+  Status receiveOffered(ProgramState& ps, const algo::Step& st, std::byte* dst, bool* moved) {
+    const size_t esz = plan_->elemSize, bytes = st.recvCount * esz;
+    for (const size_t stop = std::min(bytes, ps.recvd + kDirectCopyBytes); ps.recvd < stop;) {
+      size_t n = 0;
+      if (!st.reduce) {
+        ATOLL_ASSIGN_OR_RETURN(n, onLink(st.recvPeer, ps.recvConn->readOffered(dst + ps.recvd, ps.recvd, stop - ps.recvd)));
+      } else {
+        ATOLL_ASSIGN_OR_RETURN(std::span<const std::byte> view,
+                               onLink(st.recvPeer, ps.recvConn->viewOffered(ps.recvd, std::min(stop - ps.recvd, kSliceBytes))));
+        n = view.size() - view.size() % esz;
+        if (n > 0) kernels::reduce(plan_->dtype, plan_->op, dst + ps.recvd, at(st.acc) + ps.recvd, view.data(), n / esz);
+      }
+      if (n == 0) return Status::Ok();  // the descriptor is still in flight
+      ps.recvd += n;
+      *moved = true;
+    }
+    if (ps.recvd < bytes) return Status::Ok();
+    ATOLL_CHECK(onLink(st.recvPeer, ps.recvConn->finishOffered()));
+    ps.recvd = wireSize(bytes);
+    *moved = true;
+    return Status::Ok();
+  }
+
   /// Passes a link call's result through, remembering the peer when it failed.
   template <class T>
   Result<T> onLink(int peer, Result<T> r) {
     if (!r.ok()) failedPeer_ = peer;
     return r;
+  }
+  Status onLink(int peer, Status s) {
+    if (!s.ok()) failedPeer_ = peer;
+    return s;
   }
 
   Plan* plan_ = nullptr;

@@ -104,7 +104,7 @@ struct Options {
   int nranks = 4, victim = 1;
   size_t bytes = 32u << 20;
   long limitMs = 5000;
-  bool stop = false, shrink = false, reapLate = false, pidns = false, launched = false, victimForks = false;
+  bool ncclMem = false, stop = false, shrink = false, reapLate = false, pidns = false, launched = false, victimForks = false;
   long slowMs = 0;
   std::string launch, atollrun = "atollrun", reportDir, vanishNetns;
 };
@@ -139,6 +139,20 @@ int runRank(const Options& o, int rank, const ncclUniqueId& id, const atl::perf:
   // Sanitizer runtimes start a helper thread of their own at the first thread creation: let that
   // happen before the baseline.
   std::thread([] {}).join();
+  const size_t count = o.bytes / sizeof(float);
+  // --nccl-mem: from the shared pool, so shm links move it in a single copy (the peer reads the
+  // victim's pages in place while it dies). Made before the descriptor count: its memfd is ours.
+  std::vector<float> own;
+  float* buf = nullptr;
+  if (o.ncclMem) {
+    void* p = nullptr;
+    if (ncclMemAlloc(&p, o.bytes) != ncclSuccess) return 3;
+    buf = static_cast<float*>(p);
+    std::fill(buf, buf + count, 1.0f);
+  } else {
+    own.assign(count, 1.0f);
+    buf = own.data();
+  }
   const int fds0 = openFds(), threads0 = threads();
   ncclComm_t comm;
   if (ncclCommInitRank(&comm, nranks, id, rank) != ncclSuccess) return 3;
@@ -148,8 +162,6 @@ int runRank(const Options& o, int rank, const ncclUniqueId& id, const atl::perf:
     std::this_thread::sleep_for(std::chrono::seconds(3));
     _exit(0);
   }
-  const size_t count = o.bytes / sizeof(float);
-  std::vector<float> buf(count, 1.0f);
   auto verdict = [&](int code) {
     report("verdict " + std::to_string(code));
     return code;
@@ -173,7 +185,7 @@ int runRank(const Options& o, int rank, const ncclUniqueId& id, const atl::perf:
         raise(stop || net ? SIGSTOP : SIGKILL);
       }).detach();
     }
-    ncclResult_t r = ncclAllReduce(buf.data(), buf.data(), count, ncclFloat, ncclSum, comm, nullptr);
+    ncclResult_t r = ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, nullptr);
     if (r != ncclSuccess) {
       report("failed " + std::to_string(static_cast<int>(r)) + " " + std::to_string(atl::test::monotonicNs()));
       ncclResult_t async = ncclSuccess;
@@ -364,6 +376,7 @@ int main(int argc, char** argv) {
     else if (a == "--id-fd") idFd = std::atoi(next());
     else if (a == "--report-dir") o.reportDir = next();
     else if (a == "--stop") o.stop = true;
+    else if (a == "--nccl-mem") o.ncclMem = true;
     else if (a == "--shrink") o.shrink = true;
     else if (a == "--reap-late") o.reapLate = true;
     else if (a == "--pidns") o.pidns = true;
@@ -399,6 +412,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args{"--ranks", std::to_string(o.nranks), "--victim", std::to_string(o.victim), "--bytes",
                                 std::to_string(o.bytes), "--report-dir", o.reportDir};
   if (o.stop) args.push_back("--stop");
+  if (o.ncclMem) args.push_back("--nccl-mem");
   if (o.shrink) args.push_back("--shrink");
   if (o.victimForks) args.push_back("--victim-forks");
   if (!o.vanishNetns.empty()) args.insert(args.end(), {"--vanish-netns", o.vanishNetns});

@@ -15,15 +15,20 @@ endif()
 foreach(cfg "shm_4;4;1;;" "shm_8;8;5;;" "socket_4;4;2;NCCL_SHM_DISABLE=1;" "socket_8;8;6;NCCL_SHM_DISABLE=1;"
             "stopped_shm_4;4;2;ATOLL_TIMEOUT_MS=1000;--stop" "stopped_socket_4;4;1;NCCL_SHM_DISABLE=1,ATOLL_TIMEOUT_MS=1000;--stop"
             "stopped_shm_8;8;5;ATOLL_TIMEOUT_MS=1000;--stop" "stopped_socket_8;8;3;NCCL_SHM_DISABLE=1,ATOLL_TIMEOUT_MS=1000;--stop"
-            "shrink_shm_8;8;3;;--shrink" "shrink_socket_4;4;0;NCCL_SHM_DISABLE=1;--shrink")
+            "shrink_shm_8;8;3;;--shrink" "shrink_socket_4;4;0;NCCL_SHM_DISABLE=1;--shrink"
+            # Single copy (transports/shm/shm_direct.h): peers read the victim's ncclMemAlloc pages
+            # in place, or its memory through process_vm_readv, while it dies or freezes.
+            "nccl_mem_shm_4;4;1;;--nccl-mem" "stopped_nccl_mem_shm_4;4;2;ATOLL_TIMEOUT_MS=1000;--stop,--nccl-mem"
+            "shrink_nccl_mem_shm_4;4;3;;--shrink,--nccl-mem" "cma_shm_4;4;2;ATOLL_SHM_CMA_MIN=65536;")
   list(GET cfg 0 name)
   list(GET cfg 1 ranks)
   list(GET cfg 2 victim)
   list(GET cfg 3 env)
   list(GET cfg 4 mode)
   string(REPLACE "," ";" env "${env}")
+  string(REPLACE "," ";" mode "${mode}")
   set(limit ${ATOLL_FAULT_LIMIT_MS})
-  if(mode STREQUAL "--stop")
+  if("--stop" IN_LIST mode)
     math(EXPR limit "${limit} + 1000")  # ATOLL_TIMEOUT_MS first, then the bound
   endif()
   add_test(NAME fault_dead_peer_${name} COMMAND dead_peer --ranks ${ranks} --victim ${victim} --limit-ms ${limit} ${mode})
@@ -37,7 +42,8 @@ endforeach()
 # survivors wait), ranks in pid namespaces of their own sharing /dev/shm (every rank is pid 2 in
 # its namespace), a victim whose forked child outlives it, atollrun, Open MPI's mpirun, and torchrun-style variables with NCCL_COMM_ID.
 foreach(cfg "reap_late_shm_4;--reap-late;" "reap_late_socket_4;--reap-late;NCCL_SHM_DISABLE=1"
-            "pidns_shm_4;--pidns;" "pidns_reap_late_shm_4;--pidns,--reap-late;" "forked_worker_shm_4;--victim-forks;"
+            "pidns_shm_4;--pidns;" "pidns_reap_late_shm_4;--pidns,--reap-late;"
+            "pidns_nccl_mem_cma_shm_4;--pidns,--nccl-mem;ATOLL_SHM_CMA_MIN=65536" "forked_worker_shm_4;--victim-forks;"
             "atollrun_4;--launch,atollrun,--atollrun,$<TARGET_FILE:atollrun>;" "mpirun_4;--launch,mpirun;"
             "torchrun_env_4;--launch,env;")
   list(GET cfg 0 name)

@@ -38,6 +38,21 @@ foreach(n 2 3 5 8)
                        ENVIRONMENT "NCCL_SHM_DISABLE=1;ATOLL_BOOTSTRAP_TIMEOUT_MS=20000")
 endforeach()
 
+# Single copy on shm (transports/shm/shm_direct.h) from the first byte instead of 64 KiB, so every
+# collective, type and count takes it: pointers between thread-ranks, ncclMemAlloc memory mapped
+# between processes, process_vm_readv between processes.
+foreach(cfg "threads_3_direct;--threads;3;ATOLL_SHM_DIRECT_MIN=8" "procs_3_nccl_mem;--procs;3,--nccl-mem;ATOLL_SHM_DIRECT_MIN=8"
+            "procs_4_cma;--procs;4;ATOLL_SHM_CMA_MIN=8")
+  list(GET cfg 0 name)
+  list(GET cfg 1 mode)
+  list(GET cfg 2 args)
+  list(GET cfg 3 env)
+  string(REPLACE "," ";" args "${args}")
+  atoll_coll_test(coll_${name} 150 ${mode} ${args})
+  set_tests_properties(coll_${name} PROPERTIES LABELS "integration;coll;shm"
+                       ENVIRONMENT "${env};ATOLL_BOOTSTRAP_TIMEOUT_MS=20000")
+endforeach()
+
 atoll_coll_test(coll_initall_4 150 --initall 4)
 # One thread drives all ranks, so a call that blocks instead of joining the group waits out the
 # bootstrap timeout once per rank: keep that short (local ranks bootstrap in milliseconds).

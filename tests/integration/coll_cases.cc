@@ -15,27 +15,49 @@ constexpr size_t kGuard = 64;
 constexpr unsigned char kGuardByte = 0xA5;
 constexpr unsigned char kJunkByte = 0xEE;
 
-// Host memory with guard zones on both sides, so out-of-bounds writes by the library are caught.
+bool gNcclMem = false;
+
+struct MemFree {
+  void operator()(unsigned char* p) const { ncclMemFree(p); }
+};
+
+// Host memory with guard zones on both sides, so out-of-bounds writes by the library are caught;
+// from ncclMemAlloc with --nccl-mem (shm links then move it in a single copy between processes).
 class Buffer {
  public:
   Buffer() = default;
-  explicit Buffer(size_t bytes) : bytes_(bytes), mem_(bytes + 2 * kGuard, kJunkByte) {
-    std::fill(mem_.begin(), mem_.begin() + kGuard, kGuardByte);
-    std::fill(mem_.end() - kGuard, mem_.end(), kGuardByte);
+  explicit Buffer(size_t bytes) : bytes_(bytes), size_(bytes + 2 * kGuard) {
+    if (gNcclMem) {
+      void* p = nullptr;
+      if (ncclMemAlloc(&p, size_) != ncclSuccess) {
+        std::fprintf(stderr, "coll_check: ncclMemAlloc(%zu) failed: %s\n", size_, ncclGetLastError(nullptr));
+        std::abort();
+      }
+      shared_.reset(static_cast<unsigned char*>(p));
+    } else {
+      mem_.reset(new unsigned char[size_]);
+    }
+    unsigned char* m = base();
+    std::fill(m, m + size_, kJunkByte);
+    std::fill(m, m + kGuard, kGuardByte);
+    std::fill(m + size_ - kGuard, m + size_, kGuardByte);
   }
-  unsigned char* data() { return mem_.data() + kGuard; }
-  const unsigned char* data() const { return mem_.data() + kGuard; }
+  unsigned char* data() { return base() + kGuard; }
+  const unsigned char* data() const { return base() + kGuard; }
   size_t bytes() const { return bytes_; }
   bool guardsIntact() const {
-    if (mem_.empty()) return true;
+    if (size_ == 0) return true;
+    const unsigned char* m = base();
     for (size_t i = 0; i < kGuard; ++i)
-      if (mem_[i] != kGuardByte || mem_[mem_.size() - 1 - i] != kGuardByte) return false;
+      if (m[i] != kGuardByte || m[size_ - 1 - i] != kGuardByte) return false;
     return true;
   }
 
  private:
-  size_t bytes_ = 0;
-  std::vector<unsigned char> mem_;
+  unsigned char* base() const { return shared_ ? shared_.get() : mem_.get(); }
+  size_t bytes_ = 0, size_ = 0;
+  std::unique_ptr<unsigned char[]> mem_;
+  std::unique_ptr<unsigned char, MemFree> shared_;
 };
 
 std::mutex gCaseMu;
@@ -299,6 +321,8 @@ void check(const Case& c, int n, RankRun& rr) {
 }
 
 }  // namespace
+
+void useNcclMem(bool on) { gNcclMem = on; }
 
 std::string Case::describe() const {
   char buf[200];

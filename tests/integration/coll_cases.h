@@ -102,6 +102,9 @@ struct World {
 // Runs one case on every local rank and records one pass/fail per (case, rank).
 void runCase(const World& w, const Case& c, Stats& stats);
 
+// Buffers from ncclMemAlloc instead of private memory (--nccl-mem).
+void useNcclMem(bool on);
+
 // Set by the driver so a watchdog can say what was running when it fired.
 void setCurrentCase(const std::string& what);
 std::string currentCase();

@@ -76,6 +76,7 @@ bool selectNames(const std::string& list, const char* const (&names)[N], std::ve
   std::fprintf(stderr,
                "usage: coll_check (--threads N | --initall N | --procs N) [--colls LIST] [--types LIST]\n"
                "                  [--ops LIST] [--counts LIST] [--quick|--full] [--timeout SEC] [--verbose]\n"
+               "                  [--nccl-mem]  (buffers from ncclMemAlloc)\n"
                "                  [--expect-algo ALGO[,COLL=ALGO...]]\n");
   std::exit(2);
 }
@@ -145,6 +146,9 @@ Args parseArgs(int argc, char** argv) {
       }
     } else if (s == "--quick" || s == "--full") {
       a.opt.level = s == "--quick" ? Level::kQuick : Level::kFull;
+      a.passthrough.push_back(s);
+    } else if (s == "--nccl-mem") {
+      useNcclMem(true);
       a.passthrough.push_back(s);
     } else if (s == "--verbose") {
       a.opt.verbose = true;

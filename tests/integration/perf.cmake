@@ -10,6 +10,9 @@ endfunction()
 atoll_perf_test(perf_all_reduce_np4 60 ${ATOLL_RUN} -np 4 $<TARGET_FILE:all_reduce_perf> -b 8 -e 1M -f 4 -c 1)
 atoll_perf_test(perf_all_reduce_np4_socket 60
   ${ATOLL_RUN} -np 4 -x NCCL_SHM_DISABLE=1 $<TARGET_FILE:all_reduce_perf> -b 8 -e 1M -f 4 -c 1)
+# -R 1: buffers from ncclMemAlloc, so from 64 KiB on shm links read them in place (single copy).
+atoll_perf_test(perf_all_reduce_np3_nccl_mem 60 ${ATOLL_RUN} -np 3 $<TARGET_FILE:all_reduce_perf> -R 1 -b 8 -e 8M -f 8 -c 1)
+atoll_perf_test(perf_all_gather_np3_nccl_mem 60 ${ATOLL_RUN} -np 3 $<TARGET_FILE:all_gather_perf> -R 1 -b 8 -e 8M -f 8 -c 1)
 # Every datatype and op, including the exactness of half/bfloat16/fp8 sums across ranks.
 atoll_perf_test(perf_all_reduce_all_types_np3 90
   ${ATOLL_RUN} -np 3 $<TARGET_FILE:all_reduce_perf> -b 8 -e 8K -f 32 -n 2 -w 0 -d all -o all -c 1)

@@ -16,12 +16,13 @@
 
 #include "base/debug.h"
 #include "base/fd_limit.h"
+#include "base/shared_pool.h"
 
 namespace atl::transport::shm {
 namespace {
 
 constexpr uint32_t kReadyMagic = 0x41544c52;  // "ATLR"
-constexpr uint32_t kVersion = 2;  // 2: liveness by record locks, ends tagged with a process token
+constexpr uint32_t kVersion = 3;  // 2: liveness by record locks, ends tagged with a process token; 3: single copy
 
 size_t pageSize() {
   static const size_t size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -35,9 +36,13 @@ uint64_t headerBytes() { return (sizeof(RingHeader) + pageSize() - 1) / pageSize
 // Drawn under a lock: two threads drawing at once would tag one process's ends differently, and a
 // peer in this process would then look like another one whose lock is gone (F_GETLK does not see
 // our own locks).
-uint64_t processToken() {
+// At namespace scope, not in the function: its address is published (RingEnd::tokenAddr) so a
+// peer can check it reads the right process's memory.
+std::atomic<uint64_t> gToken{0};
+
+uint64_t drawProcessToken() {
   static std::mutex drawing;
-  static std::atomic<uint64_t> token{0};
+  std::atomic<uint64_t>& token = gToken;
   static std::atomic<pid_t> owner{0};
   const pid_t self = ::getpid();
   if (owner.load(std::memory_order_acquire) != self) {
@@ -69,12 +74,17 @@ Status holdLiveness(int fd, bool creator, const std::string& name) {
   return Status::Ok();
 }
 
-void recordSelf(RingEnd& end) {
-  end.token.store(processToken(), std::memory_order_relaxed);
+void recordSelf(RingEnd& end, const pool::Probe& probe) {
+  end.token.store(drawProcessToken(), std::memory_order_relaxed);
+  end.tokenAddr.store(reinterpret_cast<uintptr_t>(&gToken), std::memory_order_relaxed);
+  end.poolToken.store(probe.token, std::memory_order_relaxed);
+  end.poolProbeFd.store(probe.fd, std::memory_order_relaxed);
   end.pid.store(static_cast<int32_t>(::getpid()), std::memory_order_release);
 }
 
 }  // namespace
+
+uint64_t Ring::processToken() { return drawProcessToken(); }
 
 std::string ringName(uint64_t commHash, int from, int to, int channel) {
   char buf[96];
@@ -133,7 +143,8 @@ Result<Ring> Ring::create(const std::string& name, size_t requestedBytes) {
   ring.header_->dataOffset = headerBytes();
   ring.data_ = static_cast<std::byte*>(base) + headerBytes();
   ring.capacity_ = capacity;
-  recordSelf(ring.header_->receiver);
+  ring.probe_ = pool::holdProbe();
+  recordSelf(ring.header_->receiver, *ring.probe_);
   ring.header_->ready.store(kReadyMagic, std::memory_order_release);
   return ring;
 }
@@ -180,7 +191,8 @@ Result<Ring> Ring::attach(const std::string& name, Deadline deadline, const Abor
         ring.capacity_ = h->capacity;
         ring.data_ = static_cast<std::byte*>(base) + h->dataOffset;
         ATOLL_CHECK(holdLiveness(fd, false, name));
-        recordSelf(ring.header_->sender);
+        ring.probe_ = pool::holdProbe();
+        recordSelf(ring.header_->sender, *ring.probe_);
         // Both ends are mapped now: the name has done its job.
         if (::shm_unlink(name.c_str()) != 0 && errno != ENOENT)
           ATOLL_WARN("shm_unlink(%s) failed: %s", name.c_str(), std::strerror(errno));
@@ -207,6 +219,7 @@ Ring& Ring::operator=(Ring&& o) noexcept {
     data_ = std::exchange(o.data_, nullptr);
     capacity_ = std::exchange(o.capacity_, 0);
     creator_ = std::exchange(o.creator_, false);
+    probe_ = std::move(o.probe_);
   }
   return *this;
 }
@@ -221,6 +234,7 @@ void Ring::release() {
       ATOLL_WARN("shm_unlink(%s) failed: %s", name_.c_str(), std::strerror(errno));
   }
   ::munmap(base_, mapBytes_);
+  probe_.reset();
   base_ = nullptr;
   header_ = nullptr;
   data_ = nullptr;
@@ -240,7 +254,7 @@ bool Ring::peerExited() const {
   // A peer in this very process (ranks as threads) shares our locks, so the probe cannot see it;
   // it cannot die without us either. Nor can an end that has not attached yet.
   const uint64_t token = end.token.load(std::memory_order_acquire);
-  if (token == 0 || token == processToken()) return false;
+  if (token == 0 || token == drawProcessToken()) return false;
   struct flock lk{};
   lk.l_type = F_WRLCK;
   lk.l_whence = SEEK_SET;

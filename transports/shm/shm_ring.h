@@ -23,9 +23,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "base/deadline.h"
+#include "base/shared_pool.h"
 #include "base/status.h"
 
 namespace atl::transport::shm {
@@ -35,6 +37,9 @@ struct RingEnd {
   std::atomic<int32_t> pid{0};       // as seen in this end's own pid namespace (for messages)
   std::atomic<uint32_t> closed{0};   // set by this end when it shuts down in an orderly way
   std::atomic<uint64_t> token{0};    // random per process: same token = same process (0: not attached)
+  std::atomic<uint64_t> tokenAddr{0};  // where this end's process keeps the token (single-copy probe)
+  std::atomic<uint64_t> poolToken{0};  // this end's shared pool (base/shared_pool.h, pool::probe)
+  std::atomic<int32_t> poolProbeFd{-1};
 };
 
 struct alignas(64) RingHeader {
@@ -47,6 +52,12 @@ struct alignas(64) RingHeader {
   std::atomic<uint32_t> unlinked{0};          // the attacher removed the name
   RingEnd receiver;                           // creator
   RingEnd sender;                             // attacher
+  // Single copy (shm_direct.h), written by the receiver: the smallest message the sender may offer
+  // from pooled memory (or any memory, in one process), and from other memory (0: not decided
+  // yet, UINT64_MAX: never); how many offers it has finished reading.
+  std::atomic<uint64_t> directMin{0};
+  std::atomic<uint64_t> cmaMin{0};
+  alignas(64) std::atomic<uint64_t> offersTaken{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
               "shared-memory atomics must be lock-free to work across processes");
@@ -84,6 +95,12 @@ class Ring {
   /// ring both ends watch, not two (ShmConnection), and a descriptor per ring end adds up.
   void dropLiveness();
   int peerPid() const { return other().pid.load(std::memory_order_acquire); }
+  uint64_t peerToken() const { return other().token.load(std::memory_order_acquire); }
+  uint64_t peerTokenAddr() const { return other().tokenAddr.load(std::memory_order_acquire); }
+  uint64_t peerPoolToken() const { return other().poolToken.load(std::memory_order_acquire); }
+  int peerPoolProbeFd() const { return other().poolProbeFd.load(std::memory_order_acquire); }
+  /// This process's token (RingEnd::token); drawn again after fork.
+  static uint64_t processToken();
   bool peerClosed() const { return other().closed.load(std::memory_order_acquire) != 0; }
 
   /// Capacity actually used for a request: a power of two, at least kMinCapacity.
@@ -102,6 +119,7 @@ class Ring {
   std::byte* data_ = nullptr;
   uint64_t capacity_ = 0;
   bool creator_ = false;
+  std::shared_ptr<const pool::Probe> probe_;  // published in our RingEnd: kept open while we are
 };
 
 /// Name of the ring that carries rank `from` -> rank `to` on `channel` of communicator `commHash`.

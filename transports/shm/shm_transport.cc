@@ -19,6 +19,7 @@ class ShmConnector final : public Connector {
         peerHost_(ctx.peers[static_cast<size_t>(peer)].hostname,
                   strnlen(ctx.peers[static_cast<size_t>(peer)].hostname, sizeof ctx.peers[0].hostname)),
         commHash_(ctx.commHash),
+        directMin_{ctx.shmDirectMinBytes, ctx.shmCmaMinBytes},
         timeoutMs_(ctx.timeoutMs),
         abort_(ctx.abort),
         recv_(std::move(recvRing)) {}
@@ -33,13 +34,14 @@ class ShmConnector final : public Connector {
     ATOLL_INFO(log::kShm, "shm: rank %d <-> %d channel %d connected (%llu-byte rings)", rank_, peer_, channel_,
                static_cast<unsigned long long>(send.capacity()));
     return std::unique_ptr<Connection>(
-        std::make_unique<ShmConnection>(rank_, peer_, channel_, peerHost_, std::move(send), std::move(recv_)));
+        std::make_unique<ShmConnection>(rank_, peer_, channel_, peerHost_, std::move(send), std::move(recv_), directMin_));
   }
 
  private:
   int rank_, peer_, channel_;
   std::string peerHost_;
   uint64_t commHash_;
+  ShmConnection::DirectMins directMin_;
   int timeoutMs_;
   const AbortFlag* abort_;
   Ring recv_;
@@ -47,13 +49,16 @@ class ShmConnector final : public Connector {
 
 }  // namespace
 
-ShmConnection::ShmConnection(int rank, int peer, int channel, std::string peerHost, Ring sendRing, Ring recvRing)
+ShmConnection::ShmConnection(int rank, int peer, int channel, std::string peerHost, Ring sendRing, Ring recvRing,
+                             DirectMins wanted)
     : rank_(rank),
       peer_(peer),
       channel_(channel),
       peerHost_(std::move(peerHost)),
       send_(std::move(sendRing)),
-      recv_(std::move(recvRing)) {
+      recv_(std::move(recvRing)),
+      wanted_(wanted) {
+  offerFloor_ = 0;  // ask until both ends published their thresholds
   sendHead_ = send_.header()->head.load(std::memory_order_relaxed);
   sendTail_ = send_.header()->tail.load(std::memory_order_acquire);
   recvTail_ = recv_.header()->tail.load(std::memory_order_relaxed);
@@ -151,6 +156,7 @@ Status ShmConnection::settle(Deadline deadline, const AbortFlag* abort) {
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::microseconds(5000));
   }
+  decideDirect();
   return Status::Ok();
 }
 

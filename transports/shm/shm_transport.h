@@ -1,4 +1,5 @@
 // Shared-memory transport: two SPSC rings per (peer, channel), one per direction.
+// Large messages may skip the rings' copies: see shm_direct.h (single copy, offers).
 //
 // Why one ring per direction rather than one shared buffer: each ring then has a single writer per
 // counter, so no locks and no read-modify-write atomics are needed, and full-duplex traffic never
@@ -20,6 +21,9 @@
 #include <chrono>
 #include <memory>
 
+#include "transports/shm/shm_direct.h"
+#include "transports/shm/shm_peer_memory.h"
+#include "transports/shm/shm_peer_pool.h"
 #include "transports/shm/shm_ring.h"
 #include "transports/transport.h"
 
@@ -27,16 +31,31 @@ namespace atl::transport::shm {
 
 class ShmConnection final : public Connection {
  public:
-  ShmConnection(int rank, int peer, int channel, std::string peerHost, Ring sendRing, Ring recvRing);
+  /// The smallest messages this end lets its peer offer (shm_direct.h): from pooled memory (or
+  /// any, in one process), and from other memory through process_vm_readv; 0: never.
+  struct DirectMins {
+    size_t pooled = 0;
+    size_t cma = 0;
+  };
+  ShmConnection(int rank, int peer, int channel, std::string peerHost, Ring sendRing, Ring recvRing,
+                DirectMins wanted);
   ~ShmConnection() override;
 
   Result<size_t> send(const void* data, size_t n) override;
   Result<std::span<const std::byte>> peek() override;
   void consume(size_t n) override;
   std::string describe() const override;
-  size_t bufferBytes() const override { return send_.capacity() + recv_.capacity(); }
+  size_t bufferBytes() const override { return send_.capacity() + recv_.capacity() + (bounce_ ? kBounceBytes : 0); }
   Status settle(Deadline deadline, const AbortFlag* abort) override;
   void shutdown() override;
+
+  // Single copy (shm_direct.h, implemented in shm_direct.cc).
+  Result<Offer> offer(const void* data, size_t n) override;
+  Result<bool> offerTaken() override;
+  Result<Offer> incoming(size_t n) override;
+  Result<size_t> readOffered(void* dst, size_t at, size_t n) override;
+  Result<std::span<const std::byte>> viewOffered(size_t at, size_t n) override;
+  Status finishOffered() override;
 
  private:
   // Idle time between liveness probes. Time, not a poll count: on an oversubscribed host (8 ranks
@@ -49,6 +68,18 @@ class ShmConnection final : public Connection {
   /// Whether the peer is gone: it closed `ring`, or (when a probe is due) its process exited.
   bool peerGone(const Ring& ring, uint32_t* idle);
   const Ring& watched() const { return rank_ < peer_ ? recv_ : send_; }
+  /// Receiver: probes the sender's memory once and publishes the offer threshold on recv_.
+  void decideDirect();
+  /// Receiver: where the current offer's bytes are, once its descriptor is read.
+  Status locateOffer(const uint64_t* words);
+  /// Sender: writes n words at the ring head if there is room; false otherwise.
+  bool writeWords(const uint64_t* words, size_t n);
+  /// Receiver: reads n words at the ring tail without consuming them, if they have arrived.
+  bool peekWords(uint64_t* words, size_t n);
+  Status checkOfferRange(size_t at, size_t n) const;
+  Status peerGoneError(const Ring& ring, const char* doing) const;
+  /// Lowers the engine's gate (Connection::offerFloor) to what both rings allow, once both are known.
+  void updateOfferFloor();
 
   int rank_, peer_, channel_;
   std::string peerHost_;  // for error messages
@@ -59,6 +90,20 @@ class ShmConnection final : public Connection {
   uint64_t recvHead_ = 0;    // last head seen
   uint32_t sendIdle_ = 0, recvIdle_ = 0;
   std::chrono::steady_clock::time_point nextProbe_{};
+  // Single copy: our side as sender, then as receiver.
+  uint64_t headersSent_ = 0, offersMade_ = 0;
+  const void* offeredData_ = nullptr;  // the last offer's buffer (names its edge for TSan)
+  uint64_t sendFloor_ = 0, recvFloor_ = 0;  // min of each ring's thresholds; 0 until published
+  DirectMins wanted_;
+  bool directDecided_ = false;
+  PeerMemory sender_ = PeerMemory::Unreadable;  // whether process_vm_readv reads the peer
+  PeerPool peerPool_;                           // the peer's pool regions we mapped
+  uint64_t headersRead_ = 0, offersRead_ = 0;
+  size_t offerBytes_ = 0;                  // length of the offer being read
+  bool haveOffer_ = false;                 // its descriptor is taken
+  const std::byte* offerLocal_ = nullptr;  // its bytes, readable here; null: through process_vm_readv
+  const std::byte* offerRemote_ = nullptr; // its bytes in the sender's address space
+  std::unique_ptr<std::byte[]> bounce_;    // kBounceBytes, allocated at the first CMA reduce
 };
 
 class ShmTransport final : public Transport {
