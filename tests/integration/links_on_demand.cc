@@ -2,7 +2,7 @@
 // exactly the links its schedules used (ring neighbours for a ring all-reduce, then the peers of
 // its point-to-point calls), links are symmetric, and the process holds exactly the descriptors
 // those links need (one per end: a socket, or the ring file whose lock says the end is alive)
-// plus each rank's two listeners. With NCCL_RUNTIME_CONNECT=0 every peer is linked at init instead, as before.
+// plus each rank's two listeners, and with shm links the process's one shared-pool probe. With NCCL_RUNTIME_CONNECT=0 every peer is linked at init instead, as before.
 //
 // Run by ctest with NCCL_ALGO=allreduce:ring (the expectation below is the ring's), and the rank
 // count and transport from the command line: links_on_demand RANKS [socket] [eager].
@@ -90,6 +90,8 @@ int main(int argc, char** argv) {
     want += 2;  // bootstrap listener and socket transport listener
     want += static_cast<int>(afterP2P[static_cast<size_t>(r)].size());
   }
+  // The process's shared-pool probe, one for all its shm links (base/shared_pool.h, pool::holdProbe).
+  if (!socket && want > 0) want += 1;
   for (int i = 0; i < 200 && errors.load() == 0; ++i) {
     fds = openFds() - fds0;
     if (fds == want) break;
