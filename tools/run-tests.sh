@@ -36,7 +36,7 @@ if [ "$jobs" = all ]; then
   # TSan only: with 8 socket ranks slowed 5-20x, a starved healthy rank can outlast the test's 1 s
   # ATOLL_TIMEOUT_MS and be named instead of the stopped one (seen in CI context, not when run
   # alone); the release and ASan jobs still run it.
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_suite build-tsan -E "$sanitizer_skip|fault_dead_peer_stopped_socket_8"
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp run_suite build-tsan -E "$sanitizer_skip|fault_dead_peer_stopped_socket_8"
   echo "=== fuzz"
   bash tools/run-fuzz.sh "${ATOLL_FUZZ_SECONDS:-60}" || { status=1; failed+=("fuzz (see above)"); }
 fi
