@@ -18,7 +18,10 @@ void ShmConnection::decideDirect() {
   directDecided_ = true;
   uint64_t pooled = kNeverDirect, cma = kNeverDirect;
   std::string why;
-  sender_ = probePeerMemory(recv_.peerPid(), recv_.peerToken(), recv_.peerTokenAddr(), &why);
+  // The CMA probe is a system call per link: only when CMA is wanted (the token tells one process).
+  sender_ = recv_.peerToken() == Ring::processToken() ? PeerMemory::SameProcess
+            : wanted_.cma > 0 ? probePeerMemory(recv_.peerPid(), recv_.peerToken(), recv_.peerTokenAddr(), &why)
+                              : PeerMemory::Unreadable;
   if (sender_ == PeerMemory::SameProcess) {
     pooled = thresholdOf(wanted_.pooled);  // every buffer is ours to read
   } else {

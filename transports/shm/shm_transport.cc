@@ -95,10 +95,7 @@ Result<size_t> ShmConnection::send(const void* data, size_t n) {
   }
   if (space == 0) {
     // The reader may be gone for good; look only now and then, a full ring is usually just a busy reader.
-    if (peerGone(send_, &sendIdle_))
-      return ATOLL_ERROR(ncclRemoteError, "shm: rank %d: peer rank %d (pid %d on host %s) %s channel %d", rank_, peer_,
-                         send_.peerPid(), peerHost_.c_str(), send_.peerClosed() ? "closed" : "exited without closing",
-                         channel_);
+    if (peerGone(send_, &sendIdle_)) return peerGoneError(send_, "");
     return size_t{0};
   }
   sendIdle_ = 0;
@@ -120,10 +117,7 @@ Result<std::span<const std::byte>> ShmConnection::peek() {
       // The writer is gone, so head is final: hand out what it wrote before failing.
       recvHead_ = recv_.header()->head.load(std::memory_order_acquire);
       if ((recvHead_ & ~uint64_t{7}) <= recvTail_)
-        return ATOLL_ERROR(ncclRemoteError, "shm: rank %d: peer rank %d (pid %d on host %s) %s channel %d%s", rank_,
-                           peer_, recv_.peerPid(), peerHost_.c_str(),
-                           recv_.peerClosed() ? "closed" : "exited without closing", channel_,
-                           recvHead_ != recvTail_ ? " (a partial word was left unread)" : "");
+        return peerGoneError(recv_, recvHead_ != recvTail_ ? " (a partial word was left unread)" : "");
     } else {
       return std::span<const std::byte>();
     }
