@@ -21,7 +21,7 @@ setup(
     ext_modules=[
         CppExtension(
             "atoll_torch._C",
-            ["csrc/atoll_lib.cpp", "csrc/process_group_atoll.cpp", "csrc/module.cpp"],
+            ["csrc/atoll_lib.cpp", "csrc/process_group_atoll.cpp", "csrc/shared_allocator.cpp", "csrc/module.cpp"],
             include_dirs=[os.path.join(here, "..", "include")],
             define_macros=[("ATOLL_LIBRARY_PATH", f'"{os.path.realpath(library)}"')],
             extra_compile_args=["-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"],

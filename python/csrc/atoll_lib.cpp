@@ -43,6 +43,8 @@ AtollLib load() {
   bind(h, lib.path, "ncclRecv", lib.Recv);
   bind(h, lib.path, "ncclRedOpCreatePreMulSum", lib.RedOpCreatePreMulSum);
   bind(h, lib.path, "ncclRedOpDestroy", lib.RedOpDestroy);
+  bind(h, lib.path, "ncclMemAlloc", lib.MemAlloc);
+  bind(h, lib.path, "ncclMemFree", lib.MemFree);
   return lib;
 }
 

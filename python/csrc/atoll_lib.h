@@ -33,6 +33,8 @@ struct AtollLib {
   ncclResult_t (*Recv)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
   ncclResult_t (*RedOpCreatePreMulSum)(ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t, ncclComm_t);
   ncclResult_t (*RedOpDestroy)(ncclRedOp_t, ncclComm_t);
+  ncclResult_t (*MemAlloc)(void**, size_t);
+  ncclResult_t (*MemFree)(void*);
   std::string path;
 };
 

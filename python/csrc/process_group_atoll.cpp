@@ -1,12 +1,14 @@
 #include "process_group_atoll.h"
 
 #include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
 #include <c10/util/Exception.h>
 
 #include <cstring>
 #include <string>
 
 #include "atoll_lib.h"
+#include "shared_allocator.h"
 
 namespace atoll_torch {
 namespace {
@@ -583,5 +585,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupAtoll::barrier(const c10d::BarrierOpt
     check(atoll().AllReduce(&token, &token, 1, ncclInt32, ncclSum, comm_, nullptr), "ncclAllReduce (barrier)");
   }, opts.asyncOp);
 }
+
+std::shared_ptr<c10::Allocator> ProcessGroupAtoll::getMemAllocator() { return poolAllocator(); }
+
+at::Tensor ProcessGroupAtoll::allocateTensor(long size, at::TensorOptions options) {
+  TORCH_CHECK(options.device().is_cpu(), "atoll: allocate_tensor serves CPU tensors (got ", options.device(), ")");
+  TORCH_CHECK(size >= 0, "atoll: allocate_tensor of ", size, " elements");
+  return at::detail::empty_generic({size}, poolAllocator().get(), c10::DispatchKeySet(c10::DispatchKey::CPU),
+                                   c10::typeMetaToScalarType(options.dtype()), std::nullopt);
+}
+
+bool ProcessGroupAtoll::supportsTensorAlloc(c10::DeviceIndex) { return true; }
 
 }  // namespace atoll_torch

@@ -91,6 +91,12 @@ class ProcessGroupAtoll : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
 
+  /// Tensors from Atoll's shared pool (shared_allocator.h): collectives on them cross shared-memory
+  /// links in a single copy. torch's names: mem_allocator, allocate_tensor, supports_tensor_alloc.
+  std::shared_ptr<c10::Allocator> getMemAllocator() override;
+  at::Tensor allocateTensor(long size, at::TensorOptions options = {}) override;
+  bool supportsTensorAlloc(c10::DeviceIndex deviceIdx) override;
+
  private:
   /// Queues `body` for the worker thread; the Work completes (with `outputs`) when it has run. A
   /// blocking call (`asyncOp` false: the caller waits at once) that finds nothing queued or running

@@ -2,7 +2,9 @@
 
 Two copies of one small MLP start from the same weights; one trains 20 steps with DDP over Atoll's
 default group, the other over a Gloo group, on the same per-rank batches. Their parameters must
-agree within float tolerance at the end, and they must have moved (the gradients were reduced)."""
+agree within float tolerance at the end, and they must have moved (the gradients were reduced).
+With --shared, atoll_torch.use_shared_memory() puts the model, its gradients and DDP's buckets in
+Atoll's shared pool first, so the buckets cross shared memory in a single copy."""
 import sys
 
 import torch
@@ -11,6 +13,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import atoll_torch
 
+shared = "--shared" in sys.argv[1:]
+if shared:
+    atoll_torch.use_shared_memory(64 << 10)
 dist.init_process_group(atoll_torch.BACKEND)
 rank, size = dist.get_rank(), dist.get_world_size()
 gloo = dist.new_group(backend="gloo")
@@ -45,8 +50,9 @@ flat = torch.cat([p.reshape(-1) for p in atoll_params])
 copies = [torch.empty_like(flat) for _ in range(size)]
 dist.all_gather(copies, flat, group=gloo)
 spread = max((c - flat).abs().max().item() for c in copies)
-ok = worst < 1e-4 and moved > 1e-3 and spread == 0.0
+in_pool = atoll_torch.is_shared(atoll_params[2])  # the 256x256 weight, 256 KiB
+ok = worst < 1e-4 and moved > 1e-3 and spread == 0.0 and in_pool == shared
 print(f"rank {rank}: {'passed' if ok else 'FAILED'}: max |atoll - gloo| = {worst:.3g}, moved {moved:.3g}, "
-      f"ranks differ by {spread:.3g}", flush=True)
+      f"ranks differ by {spread:.3g}, weights in the shared pool: {in_pool}", flush=True)
 dist.destroy_process_group()
 sys.exit(0 if ok else 1)
