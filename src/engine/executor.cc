@@ -313,7 +313,7 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
   for (size_t q = 0; q < queues.size(); ++q)
     if (Status s = startNext(q); !s.ok()) return failAll(q, s, slots[q].failedPeer());
 
-  Clock::time_point lastProgress = Clock::now();
+  Clock::time_point lastProgress{};  // set when spinning stops (below): read only after that
   uint64_t idle = 0;
   const uint64_t spin = static_cast<uint64_t>(std::max(options.spinCount, 1));
   for (;;) {
