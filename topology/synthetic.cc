@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <unordered_map>
 
 namespace atl::topo {
 
@@ -132,6 +133,35 @@ Graph syntheticClusterGraph(const ClusterSpec& spec) {
   return g;
 }
 
+namespace {
+
+/// Host `n`'s ranks (node-major), as every rank of a real job would describe itself.
+void addHostRanks(Cluster* c, const NodeSpec& node, int n, const std::string& host) {
+  for (int gpu = 0; gpu < node.gpus; ++gpu) {
+    RankDesc d;
+    d.hostHash = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(n + 1);
+    setHostName(&d, host);
+    d.numaNodes = std::max(1, node.sockets);
+    d.gpus = node.gpus;
+    d.nics = node.nics;
+    d.netGBs = static_cast<float>(node.nicGbps / 8);
+    c->ranks.push_back(d);
+  }
+}
+
+/// Islands and levels from the fabric and the ranks, by the functions every rank of a real job
+/// calls on ATOLL_FABRIC_FILE; each island's group is its first host's.
+Status finishCluster(Cluster* c, const NodeSpec& node, const std::vector<NodePlacement>& place) {
+  c->fabric.buildIndex();
+  ATOLL_ASSIGN_OR_RETURN(c->islands, buildIslandMap(c->ranks, &c->fabric));
+  for (const std::vector<int>& members : c->islands.members)
+    c->groupOfIsland.push_back(place[static_cast<size_t>(members.front() / node.gpus)].group);
+  c->levels = fabricLevels(c->ranks, c->islands, &c->fabric);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Cluster> syntheticCluster(const ClusterSpec& spec) {
   if (spec.nodes < 1 || spec.node.gpus < 1 || spec.nodesPerLeaf < 1 || spec.leavesPerIsland < 1 ||
       spec.islandsPerGroup < 0)
@@ -149,28 +179,35 @@ Result<Cluster> syntheticCluster(const ClusterSpec& spec) {
         LevelSpec{true, nicGBs * std::max(1, spec.node.nics), spec.groupLatUs, spec.groupOversub};
   f.levels[static_cast<size_t>(Level::Global)] =
       LevelSpec{true, nicGBs * std::max(1, spec.node.nics), spec.globalLatUs, spec.globalOversub};
+  std::vector<NodePlacement> place;
   for (int n = 0; n < spec.nodes; ++n) {
-    const NodePlacement p = placeNode(spec, n);
+    const NodePlacement p = place.emplace_back(placeNode(spec, n));
     f.hosts.push_back(FabricHost{hostName(n), "leaf" + std::to_string(p.leaf), "island" + std::to_string(p.island),
                                  "group" + std::to_string(p.group)});
-    for (int gpu = 0; gpu < spec.node.gpus; ++gpu) {
-      RankDesc d;
-      d.hostHash = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(n + 1);
-      setHostName(&d, hostName(n));
-      d.numaNodes = std::max(1, spec.node.sockets);
-      d.gpus = spec.node.gpus;
-      d.nics = spec.node.nics;
-      d.netGBs = static_cast<float>(nicGBs);
-      c.ranks.push_back(d);
-    }
+    addHostRanks(&c, spec.node, n, hostName(n));
   }
-  f.buildIndex();
-  ATOLL_ASSIGN_OR_RETURN(c.islands, buildIslandMap(c.ranks, &c.fabric));
-  for (const std::vector<int>& members : c.islands.members) {
-    const int node = members.front() / spec.node.gpus;
-    c.groupOfIsland.push_back(placeNode(spec, node).group);
+  ATOLL_CHECK(finishCluster(&c, spec.node, place));
+  return c;
+}
+
+Result<Cluster> fabricCluster(const NodeSpec& node, Fabric fabric, std::vector<NodePlacement>* placements) {
+  if (node.gpus < 1) return ATOLL_ERROR(ncclInvalidArgument, "fabric cluster: a host needs at least one GPU");
+  if (fabric.hosts.empty()) return ATOLL_ERROR(ncclInvalidArgument, "fabric cluster: the fabric lists no hosts");
+  Cluster c;
+  c.fabric = std::move(fabric);
+  // Units are numbered in order of first appearance; a name means one unit wherever it appears.
+  std::unordered_map<std::string, int> leaves, islands, groups;
+  auto id = [](std::unordered_map<std::string, int>& ids, const std::string& name) {
+    return ids.emplace(name, static_cast<int>(ids.size())).first->second;
+  };
+  std::vector<NodePlacement> place;
+  for (size_t n = 0; n < c.fabric.hosts.size(); ++n) {
+    const FabricHost& h = c.fabric.hosts[n];
+    place.push_back(NodePlacement{id(leaves, h.leaf), id(islands, h.island), id(groups, h.group)});
+    addHostRanks(&c, node, static_cast<int>(n), h.host);
   }
-  c.levels = fabricLevels(c.ranks, c.islands, &c.fabric);
+  ATOLL_CHECK(finishCluster(&c, node, place));
+  if (placements != nullptr) *placements = std::move(place);
   return c;
 }
 

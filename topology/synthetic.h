@@ -52,5 +52,9 @@ Graph syntheticNode(const NodeSpec& spec, const std::string& prefix = "");
 Graph syntheticClusterGraph(const ClusterSpec& spec);
 /// Descriptors, fabric and islands for any size (no graph: cheap for thousands of ranks).
 Result<Cluster> syntheticCluster(const ClusterSpec& spec);
+/// The cluster a fabric file describes (ATOLL_FABRIC_FILE, docs/TOPOLOGY.md): its hosts in file
+/// order, each with `node`'s GPUs and NICs. `placements` (optional) gets each host's leaf, island
+/// and group, numbered in order of first appearance.
+Result<Cluster> fabricCluster(const NodeSpec& node, Fabric fabric, std::vector<NodePlacement>* placements);
 
 }  // namespace atl::topo

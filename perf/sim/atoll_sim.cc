@@ -23,6 +23,7 @@ namespace {
 
 struct Args {
   topo::ClusterSpec cluster;
+  std::string fabricFile;  // --fabric: the cluster from this ATOLL_FABRIC_FILE instead of the generator
   algo::Coll coll = algo::Coll::AllReduce;
   std::vector<algo::Algo> algos;  // empty: every one the selector may pick for the collective
   size_t minBytes = 1 << 20, maxBytes = size_t{1} << 30;
@@ -51,6 +52,9 @@ void usage() {
                "           --nodes-per-leaf N (16) --leaves-per-island N (8) --island-oversub X (1)\n"
                "           --global-oversub X (1) --islands-per-group N (0: fat-tree; >0: Dragonfly+)\n"
                "           --group-oversub X (2)\n"
+               "           --fabric FILE: the hosts, leaves, islands, groups and levels of an ATOLL_FABRIC_FILE\n"
+               "             (docs/TOPOLOGY.md) instead of the generator's; --gpus/--nics/--no-nvswitch/\n"
+               "             --intra-gbs still shape each host, and flags set levels the file leaves out\n"
                " workload: --coll allreduce|allgather|reducescatter|broadcast|reduce (allreduce)\n"
                "           --algos ring,tree,rhd,rd,direct,hierarchical,binomial,bruck (all that apply)\n"
                "           -b MIN (1M) -e MAX (1G) -f FACTOR (4) --channels C (1) --chunk-bytes B (128K)\n"
@@ -138,6 +142,7 @@ bool parseArgs(int argc, char** argv, Args* a) {
     else if (f == "--max-steps") ok = positive(&a->maxSteps);
     else if (f == "--max-solve-work") ok = positive(&a->maxSolveWork);
     else if (f == "--csv") a->csv = v;
+    else if (f == "--fabric") a->fabricFile = v;
     else if (f == "--fail-rank") ok = number && x >= 0 ? (a->fail = true, a->failure.rank = static_cast<int>(x), true) : false;
     else if (f == "--fail-mode") ok = parseFailureMode(v, &a->failure.mode);
     else if (f == "--fail-at") ok = number && x >= 0 && x < 1 ? (a->failAt = x, true) : false;
@@ -189,11 +194,19 @@ int runFailure(const Args& a, const Setup& setup, const tuning::Selector& select
 
 int run(const Args& a) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto cluster = topo::syntheticCluster(a.cluster);
+  topo::ClusterSpec spec = a.cluster;
+  std::vector<topo::NodePlacement> placements;
+  Result<topo::Cluster> cluster = [&]() -> Result<topo::Cluster> {
+    if (a.fabricFile.empty()) return topo::syntheticCluster(spec);
+    ATOLL_ASSIGN_OR_RETURN(topo::Fabric fabric, topo::readFabricFile(a.fabricFile));
+    ATOLL_ASSIGN_OR_RETURN(topo::Cluster c, topo::fabricCluster(spec.node, fabric, &placements));
+    spec = specFromFabric(c.fabric, placements, spec);
+    return c;
+  }();
   if (!cluster.ok()) return std::fprintf(stderr, "atoll-sim: %s\n", lastErrorMessage().c_str()), 2;
-  const Network net(a.cluster);
+  const Network net = a.fabricFile.empty() ? Network(spec) : Network(spec, placements);
   const int n = net.gpus();
-  auto selector = clusterSelector(a.cluster, *cluster, a.channels, a.stepUs);
+  auto selector = clusterSelector(spec, *cluster, a.channels, a.stepUs);
   if (!selector.ok()) return std::fprintf(stderr, "atoll-sim: %s\n", lastErrorMessage().c_str()), 2;
   Setup setup;
   setup.net = &net;
@@ -225,15 +238,21 @@ int run(const Args& a) {
       if (tuning::applicable(al, in)) algos.push_back(al);
     }
   }
-  const topo::ClusterSpec& c = a.cluster;
-  std::printf("# atoll-sim: %d GPUs = %d nodes x %d GPUs, %d x %.0f Gb/s NICs, %d nodes/leaf, %d leaves/island (%zu islands), "
-              "island oversub %.2g, %s\n",
-              n, c.nodes, c.node.gpus, c.node.nics, c.node.nicGbps, c.nodesPerLeaf, c.leavesPerIsland,
-              setup.islands->members.size(), c.islandOversub,
-              c.islandsPerGroup > 0 ? "Dragonfly+" : "fat-tree core");
-  if (c.islandsPerGroup > 0)
+  const topo::ClusterSpec& c = spec;
+  if (a.fabricFile.empty())
+    std::printf("# atoll-sim: %d GPUs = %d nodes x %d GPUs, %d x %.0f Gb/s NICs, %d nodes/leaf, %d leaves/island (%zu islands), "
+                "island oversub %.2g, %s\n",
+                n, c.nodes, c.node.gpus, c.node.nics, c.node.nicGbps, c.nodesPerLeaf, c.leavesPerIsland,
+                setup.islands->members.size(), c.islandOversub, c.islandsPerGroup > 0 ? "Dragonfly+" : "fat-tree core");
+  else
+    std::printf("# atoll-sim: %d GPUs = %d hosts of %s x %d GPUs, %d x %.0f Gb/s NICs, %zu islands, island oversub %.2g, %s\n",
+                n, c.nodes, a.fabricFile.c_str(), c.node.gpus, c.node.nics, c.node.nicGbps, setup.islands->members.size(),
+                c.islandOversub, c.islandsPerGroup > 0 ? "Dragonfly+" : "fat-tree core");
+  if (c.islandsPerGroup > 0 && a.fabricFile.empty())
     std::printf("# Dragonfly+: %d islands/group, group oversub %.2g, global oversub %.2g\n", c.islandsPerGroup,
                 c.groupOversub, c.globalOversub);
+  else if (c.islandsPerGroup > 0)
+    std::printf("# Dragonfly+: group oversub %.2g, global oversub %.2g\n", c.groupOversub, c.globalOversub);
   else
     std::printf("# core oversub %.2g\n", c.globalOversub);
   std::printf("# %s, float, %d channel(s), chunk %zu B, step overhead %.2f us, reduce %s, copy %s, fast-forward %s\n",

@@ -19,14 +19,42 @@ uint32_t Network::addPair(double gbs) {
 
 Network::Network(const topo::ClusterSpec& spec) : spec_(spec) {
   const int nodes = std::max(1, spec.nodes);
+  for (int n = 0; n < nodes; ++n) place_.push_back(topo::placeNode(spec, n));
+  // Every unit counts as full, the last ones too: the switches are sized for the spec.
+  const int nodesPerLeaf = std::max(1, spec.nodesPerLeaf);
+  const int nodesPerIsland = nodesPerLeaf * std::max(1, spec.leavesPerIsland);
+  build(std::vector<int>(static_cast<size_t>(place_.back().leaf + 1), nodesPerLeaf),
+        std::vector<int>(static_cast<size_t>(place_.back().island + 1), nodesPerIsland),
+        std::vector<int>(static_cast<size_t>(place_.back().group + 1), nodesPerIsland * std::max(1, spec.islandsPerGroup)));
+}
+
+Network::Network(const topo::ClusterSpec& spec, std::vector<topo::NodePlacement> placements)
+    : spec_(spec), place_(std::move(placements)) {
+  if (place_.empty()) place_.push_back(topo::NodePlacement{});
+  spec_.nodes = static_cast<int>(place_.size());
+  std::vector<int> leaves, islands, groups;
+  auto count = [](std::vector<int>& per, int unit) {
+    if (per.size() <= static_cast<size_t>(unit)) per.resize(static_cast<size_t>(unit) + 1, 0);
+    ++per[static_cast<size_t>(unit)];
+  };
+  for (const topo::NodePlacement& p : place_) {
+    count(leaves, p.leaf);
+    count(islands, p.island);
+    count(groups, p.group);
+  }
+  build(leaves, islands, groups);
+}
+
+void Network::build(const std::vector<int>& hostsPerLeaf, const std::vector<int>& hostsPerIsland,
+                    const std::vector<int>& hostsPerGroup) {
+  const topo::ClusterSpec& spec = spec_;
+  const int nodes = static_cast<int>(place_.size());
   perNode_ = std::max(1, spec.node.gpus);
   rails_ = std::max(1, spec.node.nics);
   gpus_ = nodes * perNode_;
-  for (int n = 0; n < nodes; ++n) place_.push_back(topo::placeNode(spec, n));
-  const int leaves = place_.back().leaf + 1, islands = place_.back().island + 1;
-  groups_ = place_.back().group + 1;
+  dragonfly_ = spec.islandsPerGroup > 0;
+  groups_ = static_cast<int>(hostsPerGroup.size());
   const double nicGBs = spec.node.nicGbps / 8;
-  const int nodesPerLeaf = std::max(1, spec.nodesPerLeaf);
   // Link ids come in blocks, each an (out, in) pair per unit, in this order.
   nvlink_ = static_cast<uint32_t>(capacity_.size());
   const double portGBs = spec.node.intraGBs > 0 ? spec.node.intraGBs : spec.node.nvswitch ? kNvLinkPortGBs : nicGBs;
@@ -35,21 +63,22 @@ Network::Network(const topo::ClusterSpec& spec) : spec_(spec) {
   for (int i = 0; i < nodes * rails_; ++i) addPair(nicGBs);
   // A rail's leaf reaches the spine with its hosts' NIC bandwidth over the island's oversubscription.
   leafUp_ = static_cast<uint32_t>(capacity_.size());
-  for (int i = 0; i < leaves * rails_; ++i) addPair(nicGBs * nodesPerLeaf / spec.islandOversub);
+  for (int hosts : hostsPerLeaf)
+    for (int r = 0; r < rails_; ++r) addPair(nicGBs * hosts / spec.islandOversub);
   const double hostGBs = nicGBs * rails_;
-  const int nodesPerIsland = nodesPerLeaf * std::max(1, spec.leavesPerIsland);
-  if (spec.islandsPerGroup > 0) {
+  islandUp_ = static_cast<uint32_t>(capacity_.size());
+  if (dragonfly_) {
     // Dragonfly+: an island's uplink into its group, then each group's global bandwidth split
     // evenly over links to every other group.
-    islandUp_ = static_cast<uint32_t>(capacity_.size());
-    for (int i = 0; i < islands; ++i) addPair(hostGBs * nodesPerIsland / spec.groupOversub);
-    const double groupGBs = hostGBs * nodesPerIsland * spec.islandsPerGroup / spec.globalOversub;
+    for (int hosts : hostsPerIsland) addPair(hostGBs * hosts / spec.groupOversub);
     global_ = static_cast<uint32_t>(capacity_.size());
-    for (int i = 0; i < groups_ * groups_; ++i) capacity_.push_back(groups_ > 1 ? groupGBs / (groups_ - 1) : groupGBs);
+    for (int from = 0; from < groups_; ++from) {
+      const double groupGBs = hostGBs * hostsPerGroup[static_cast<size_t>(from)] / spec.globalOversub;
+      for (int to = 0; to < groups_; ++to) capacity_.push_back(groups_ > 1 ? groupGBs / (groups_ - 1) : groupGBs);
+    }
   } else {
     // Fat-tree: islands meet in a non-blocking core through their oversubscribed uplinks.
-    islandUp_ = static_cast<uint32_t>(capacity_.size());
-    for (int i = 0; i < islands; ++i) addPair(hostGBs * nodesPerIsland / spec.globalOversub);
+    for (int hosts : hostsPerIsland) addPair(hostGBs * hosts / spec.globalOversub);
   }
 }
 
@@ -74,7 +103,7 @@ int Network::level(int a, int b) const {
   const topo::NodePlacement& pb = place_[static_cast<size_t>(nb)];
   if (pa.leaf == pb.leaf && railOf(a) == railOf(b)) return 1;
   if (pa.island == pb.island) return 2;
-  if (spec_.islandsPerGroup > 0 && pa.group == pb.group) return 3;
+  if (dragonfly_ && pa.group == pb.group) return 3;
   return 4;
 }
 
@@ -96,7 +125,7 @@ void Network::route(int a, int b, std::vector<uint32_t>* links) const {
     links->push_back(leafUp_ + 2 * static_cast<uint32_t>(pa.leaf * rails_ + ra));
     if (pa.island != pb.island) {
       links->push_back(islandUp_ + 2 * static_cast<uint32_t>(pa.island));
-      if (spec_.islandsPerGroup > 0 && pa.group != pb.group)
+      if (dragonfly_ && pa.group != pb.group)
         links->push_back(global_ + static_cast<uint32_t>(pa.group * groups_ + pb.group));
       links->push_back(islandUp_ + 2 * static_cast<uint32_t>(pb.island) + 1);
     }
@@ -113,6 +142,29 @@ double Network::latencyUs(int a, int b) const {
     case 3: return spec_.groupLatUs;
     default: return spec_.globalLatUs;
   }
+}
+
+topo::ClusterSpec specFromFabric(const topo::Fabric& fabric, const std::vector<topo::NodePlacement>& placements,
+                                 topo::ClusterSpec base) {
+  const int rails = std::max(1, base.node.nics);
+  const topo::LevelSpec& leaf = fabric.level(topo::Level::Leaf);
+  if (leaf.set) {
+    base.node.nicGbps = leaf.bwGBs * 8 / rails;
+    base.leafLatUs = leaf.latUs;
+  }
+  const double hostGBs = base.node.nicGbps / 8 * rails;
+  auto take = [&](topo::Level l, double* latUs, double* oversub) {
+    const topo::LevelSpec& spec = fabric.level(l);
+    if (!spec.set) return;
+    *latUs = spec.latUs;
+    *oversub = hostGBs / spec.effectiveGBs();
+  };
+  take(topo::Level::Island, &base.islandLatUs, &base.islandOversub);
+  take(topo::Level::Group, &base.groupLatUs, &base.groupOversub);
+  take(topo::Level::Global, &base.globalLatUs, &base.globalOversub);
+  base.islandsPerGroup = fabric.level(topo::Level::Group).set ? 1 : 0;
+  base.nodes = static_cast<int>(placements.size());
+  return base;
 }
 
 }  // namespace atl::sim

@@ -18,6 +18,11 @@ namespace atl::sim {
 class Network {
  public:
   explicit Network(const topo::ClusterSpec& spec);
+  /// Hosts placed as a fabric file places them (topo::fabricCluster): units may differ in size,
+  /// and each uplink carries its own hosts' bandwidth over its level's oversubscription. The
+  /// spec gives the hosts' shape, the levels' latencies and oversubscriptions, and Dragonfly+ when
+  /// islandsPerGroup > 0 (the group count then comes from the placements).
+  Network(const topo::ClusterSpec& spec, std::vector<topo::NodePlacement> placements);
 
   int gpus() const { return gpus_; }
   /// Every link's capacity in GB/s, indexed by the ids routes use.
@@ -38,12 +43,26 @@ class Network {
 
  private:
   uint32_t addPair(double gbs);  // an out and an in link; returns the out id (in = out + 1)
+  /// Makes the links once place_ is set; hostsPer* give how many hosts each leaf, island and group
+  /// holds, as the uplinks' capacities count them.
+  void build(const std::vector<int>& hostsPerLeaf, const std::vector<int>& hostsPerIsland,
+             const std::vector<int>& hostsPerGroup);
 
   topo::ClusterSpec spec_;
   int gpus_ = 0, perNode_ = 1, rails_ = 1, groups_ = 1;
+  bool dragonfly_ = false;
   std::vector<topo::NodePlacement> place_;  // per node
   std::vector<double> capacity_;
   uint32_t nvlink_ = 0, nic_ = 0, leafUp_ = 0, islandUp_ = 0, groupUp_ = 0, global_ = 0;
 };
+
+/// `base` with what a fabric file says (ATOLL_FABRIC_FILE): the leaf level's bandwidth per host
+/// becomes the NICs' (split over base.node.nics rails), each level's latency its own, and each
+/// level's bandwidth and oversubscription one oversubscription of the NICs' bandwidth (the model's
+/// uplinks carry their hosts' NIC bandwidth over it). Dragonfly+ (islandsPerGroup 1) when the file
+/// sets the group level (a file without it is a fat-tree above its islands, as our synthetic ones
+/// are). Levels the file leaves out keep base's.
+topo::ClusterSpec specFromFabric(const topo::Fabric& fabric, const std::vector<topo::NodePlacement>& placements,
+                                 topo::ClusterSpec base);
 
 }  // namespace atl::sim

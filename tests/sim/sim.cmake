@@ -1,5 +1,5 @@
 # perf/sim: the simulator's rate model, network, schedules and executor.
-foreach(part max_min network programs executor generate sanity failure)
+foreach(part max_min network programs executor generate sanity failure fabric)
   set(target test_sim_${part})
   add_executable(${target} ${CMAKE_CURRENT_LIST_DIR}/test_${part}.cc)
   target_link_libraries(${target} PRIVATE atoll_sim GTest::gtest_main)
@@ -20,3 +20,13 @@ if(ATOLL_SANITIZE STREQUAL "")
   set_tests_properties(sim_validate_netns PROPERTIES TIMEOUT 300 LABELS "integration;netns;sim" RUN_SERIAL TRUE
                        SKIP_RETURN_CODE 77)
 endif()
+
+# atoll-sim --fabric: a cluster from a fabric file runs end to end (uneven islands), and a file
+# that cannot be read is a clear error.
+add_test(NAME sim_fabric_file COMMAND atoll-sim --fabric ${CMAKE_CURRENT_LIST_DIR}/uneven_islands.fabric
+                                      --gpus 4 --nics 1 -b 1M -e 16M -f 16)
+set_tests_properties(sim_fabric_file PROPERTIES TIMEOUT 120 LABELS "sim"
+                     PASS_REGULAR_EXPRESSION "48 GPUs = 12 hosts of .* 3 islands.*atoll-sim run time")
+add_test(NAME sim_fabric_missing COMMAND atoll-sim --fabric ${CMAKE_CURRENT_LIST_DIR}/no-such.fabric -b 1M -e 1M)
+set_tests_properties(sim_fabric_missing PROPERTIES TIMEOUT 60 LABELS "sim"
+                     PASS_REGULAR_EXPRESSION "atoll-sim: cannot read fabric file")
