@@ -586,8 +586,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupAtoll::barrier(const c10d::BarrierOpt
   }, opts.asyncOp);
 }
 
-std::shared_ptr<c10::Allocator> ProcessGroupAtoll::getMemAllocator() { return poolAllocator(); }
-
 at::Tensor ProcessGroupAtoll::allocateTensor(long size, at::TensorOptions options) {
   TORCH_CHECK(options.device().is_cpu(), "atoll: allocate_tensor serves CPU tensors (got ", options.device(), ")");
   TORCH_CHECK(size >= 0, "atoll: allocate_tensor of ", size, " elements");

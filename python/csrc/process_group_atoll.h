@@ -92,8 +92,9 @@ class ProcessGroupAtoll : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
 
   /// Tensors from Atoll's shared pool (shared_allocator.h): collectives on them cross shared-memory
-  /// links in a single copy. torch's names: mem_allocator, allocate_tensor, supports_tensor_alloc.
-  std::shared_ptr<c10::Allocator> getMemAllocator() override;
+  /// links in a single copy. torch's names: allocate_tensor, supports_tensor_alloc. (Not
+  /// getMemAllocator: torch's mem_allocator can only hand a CUDA allocator to Python, so it would
+  /// fail with a type error instead of torch's own "does not support" message.)
   at::Tensor allocateTensor(long size, at::TensorOptions options = {}) override;
   bool supportsTensorAlloc(c10::DeviceIndex deviceIdx) override;
 

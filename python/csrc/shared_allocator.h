@@ -29,7 +29,7 @@ class SharedAllocator final : public c10::Allocator {
 /// Whether `data` is memory this module took from Atoll's pool.
 bool isShared(const c10::DataPtr& data);
 
-/// An allocator that takes every allocation from the pool (allocateTensor, mem_allocator).
+/// An allocator that takes every allocation from the pool (allocateTensor).
 std::shared_ptr<c10::Allocator> poolAllocator();
 
 /// Makes torch's CPU allocator take allocations of `minBytes` or more from the pool, so every
