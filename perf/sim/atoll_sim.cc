@@ -200,7 +200,7 @@ int run(const Args& a) {
     if (a.fabricFile.empty()) return topo::syntheticCluster(spec);
     ATOLL_ASSIGN_OR_RETURN(topo::Fabric fabric, topo::readFabricFile(a.fabricFile));
     ATOLL_ASSIGN_OR_RETURN(topo::Cluster c, topo::fabricCluster(spec.node, fabric, &placements));
-    spec = specFromFabric(c.fabric, placements, spec);
+    spec = specFromFabric(c.fabric, spec);
     return c;
   }();
   if (!cluster.ok()) return std::fprintf(stderr, "atoll-sim: %s\n", lastErrorMessage().c_str()), 2;
@@ -239,20 +239,17 @@ int run(const Args& a) {
     }
   }
   const topo::ClusterSpec& c = spec;
-  if (a.fabricFile.empty())
-    std::printf("# atoll-sim: %d GPUs = %d nodes x %d GPUs, %d x %.0f Gb/s NICs, %d nodes/leaf, %d leaves/island (%zu islands), "
-                "island oversub %.2g, %s\n",
-                n, c.nodes, c.node.gpus, c.node.nics, c.node.nicGbps, c.nodesPerLeaf, c.leavesPerIsland,
-                setup.islands->members.size(), c.islandOversub, c.islandsPerGroup > 0 ? "Dragonfly+" : "fat-tree core");
-  else
-    std::printf("# atoll-sim: %d GPUs = %d hosts of %s x %d GPUs, %d x %.0f Gb/s NICs, %zu islands, island oversub %.2g, %s\n",
-                n, c.nodes, a.fabricFile.c_str(), c.node.gpus, c.node.nics, c.node.nicGbps, setup.islands->members.size(),
-                c.islandOversub, c.islandsPerGroup > 0 ? "Dragonfly+" : "fat-tree core");
-  if (c.islandsPerGroup > 0 && a.fabricFile.empty())
-    std::printf("# Dragonfly+: %d islands/group, group oversub %.2g, global oversub %.2g\n", c.islandsPerGroup,
+  // How hosts group: the generator's counts, or the file they came from.
+  const std::string units = a.fabricFile.empty() ? std::to_string(c.nodesPerLeaf) + " nodes/leaf, " +
+                                                       std::to_string(c.leavesPerIsland) + " leaves/island"
+                                                 : "units of " + a.fabricFile;
+  std::printf("# atoll-sim: %d GPUs = %d nodes x %d GPUs, %d x %.0f Gb/s NICs, %s (%zu islands), island oversub %.2g, %s\n",
+              n, c.nodes, c.node.gpus, c.node.nics, c.node.nicGbps, units.c_str(), setup.islands->members.size(),
+              c.islandOversub, c.islandsPerGroup > 0 ? "Dragonfly+" : "fat-tree core");
+  if (c.islandsPerGroup > 0)
+    std::printf("# Dragonfly+: %s, group oversub %.2g, global oversub %.2g\n",
+                a.fabricFile.empty() ? (std::to_string(c.islandsPerGroup) + " islands/group").c_str() : "groups of the file",
                 c.groupOversub, c.globalOversub);
-  else if (c.islandsPerGroup > 0)
-    std::printf("# Dragonfly+: group oversub %.2g, global oversub %.2g\n", c.groupOversub, c.globalOversub);
   else
     std::printf("# core oversub %.2g\n", c.globalOversub);
   std::printf("# %s, float, %d channel(s), chunk %zu B, step overhead %.2f us, reduce %s, copy %s, fast-forward %s\n",

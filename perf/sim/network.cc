@@ -144,8 +144,7 @@ double Network::latencyUs(int a, int b) const {
   }
 }
 
-topo::ClusterSpec specFromFabric(const topo::Fabric& fabric, const std::vector<topo::NodePlacement>& placements,
-                                 topo::ClusterSpec base) {
+topo::ClusterSpec specFromFabric(const topo::Fabric& fabric, topo::ClusterSpec base) {
   const int rails = std::max(1, base.node.nics);
   const topo::LevelSpec& leaf = fabric.level(topo::Level::Leaf);
   if (leaf.set) {
@@ -163,7 +162,7 @@ topo::ClusterSpec specFromFabric(const topo::Fabric& fabric, const std::vector<t
   take(topo::Level::Group, &base.groupLatUs, &base.groupOversub);
   take(topo::Level::Global, &base.globalLatUs, &base.globalOversub);
   base.islandsPerGroup = fabric.level(topo::Level::Group).set ? 1 : 0;
-  base.nodes = static_cast<int>(placements.size());
+  base.nodes = static_cast<int>(fabric.hosts.size());
   return base;
 }
 

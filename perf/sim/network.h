@@ -62,7 +62,6 @@ class Network {
 /// uplinks carry their hosts' NIC bandwidth over it). Dragonfly+ (islandsPerGroup 1) when the file
 /// sets the group level (a file without it is a fat-tree above its islands, as our synthetic ones
 /// are). Levels the file leaves out keep base's.
-topo::ClusterSpec specFromFabric(const topo::Fabric& fabric, const std::vector<topo::NodePlacement>& placements,
-                                 topo::ClusterSpec base);
+topo::ClusterSpec specFromFabric(const topo::Fabric& fabric, topo::ClusterSpec base);
 
 }  // namespace atl::sim

@@ -4,7 +4,6 @@
 #include <c10/util/Exception.h>
 #include <sys/resource.h>
 
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -85,7 +84,6 @@ void freeShared(void* context) {
 struct Installed {
   std::mutex mutex;
   c10::Allocator* original = nullptr;  // torch's allocator before the first enable
-  SharedAllocator* current = nullptr;
 };
 
 Installed& installed() {
@@ -118,7 +116,7 @@ c10::DataPtr SharedAllocator::allocate(size_t bytes) {
 }
 
 void SharedAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
-  if (count > 0) std::memcpy(dest, src, count);
+  default_copy_data(dest, src, count);
 }
 
 bool isShared(const c10::DataPtr& data) { return data.get_deleter() == &freeShared; }
@@ -134,8 +132,7 @@ void enableSharedCpuAllocator(size_t minBytes, size_t cacheBytes) {
   if (s.original == nullptr) s.original = c10::GetCPUAllocator();
   raiseDescriptorLimit();
   cache().setLimit(cacheBytes);
-  s.current = new SharedAllocator(minBytes, s.original);  // never freed: see Installed
-  c10::SetCPUAllocator(s.current, kPriority);
+  c10::SetCPUAllocator(new SharedAllocator(minBytes, s.original), kPriority);  // never freed: see Installed
 }
 
 void disableSharedCpuAllocator() {
@@ -144,7 +141,6 @@ void disableSharedCpuAllocator() {
   cache().setLimit(0);
   if (s.original == nullptr) return;
   c10::SetCPUAllocator(s.original, kPriority);
-  s.current = nullptr;
 }
 
 }  // namespace atoll_torch

@@ -19,7 +19,6 @@ class SharedAllocator final : public c10::Allocator {
   SharedAllocator(size_t minBytes, c10::Allocator* fallback) : minBytes_(minBytes), fallback_(fallback) {}
   c10::DataPtr allocate(size_t bytes) override;
   void copy_data(void* dest, const void* src, std::size_t count) const override;
-  size_t minBytes() const { return minBytes_; }
 
  private:
   size_t minBytes_;

@@ -26,7 +26,7 @@ endif()
 add_test(NAME sim_fabric_file COMMAND atoll-sim --fabric ${CMAKE_CURRENT_LIST_DIR}/uneven_islands.fabric
                                       --gpus 4 --nics 1 -b 1M -e 16M -f 16)
 set_tests_properties(sim_fabric_file PROPERTIES TIMEOUT 120 LABELS "sim"
-                     PASS_REGULAR_EXPRESSION "48 GPUs = 12 hosts of .* 3 islands.*atoll-sim run time")
+                     PASS_REGULAR_EXPRESSION "48 GPUs = 12 nodes x 4 GPUs.*units of .*uneven_islands.fabric \\(3 islands\\).*atoll-sim run time")
 add_test(NAME sim_fabric_missing COMMAND atoll-sim --fabric ${CMAKE_CURRENT_LIST_DIR}/no-such.fabric -b 1M -e 1M)
 set_tests_properties(sim_fabric_missing PROPERTIES TIMEOUT 60 LABELS "sim"
                      PASS_REGULAR_EXPRESSION "atoll-sim: cannot read fabric file")

@@ -30,7 +30,7 @@ FromFile readBack(const std::string& text, const topo::NodeSpec& node) {
   f.cluster = std::move(*cluster);
   topo::ClusterSpec base;
   base.node = node;
-  f.spec = atl::sim::specFromFabric(f.cluster.fabric, f.place, base);
+  f.spec = atl::sim::specFromFabric(f.cluster.fabric, base);
   return f;
 }
 
