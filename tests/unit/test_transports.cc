@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <random>
@@ -18,7 +19,10 @@
 #include "base/hmac.h"
 #include "base/socket.h"
 #include "base/status.h"
+#include "transports/net/net_abi.h"
+#include "transports/net/net_link.h"
 #include "transports/net/net_plugin.h"
+#include "transports/net/net_proxy.h"
 #include "transports/net/net_transport.h"
 #include "transports/shm/shm_ring.h"
 #include "transports/transport.h"
@@ -959,5 +963,64 @@ TEST_P(ShmSetupTest, PeerThatExitsIsSeenWhileAZombieAndItsForkedChildDoesNotHide
 }
 
 INSTANTIATE_TEST_SUITE_P(Shm, ShmSetupTest, ::testing::Values(Kind::Shm), paramName);
+
+// ---------------------------------------------------------------------------------------------
+// Net links built by hand over the Socket net, to order events the transport leaves to chance.
+
+/// One connection of `n` made on `proxy`: the dialler's send comm and the listener's receive comm.
+void netPair(net::PluginNet* n, net::Proxy& proxy, void** sendComm, void** recvComm) {
+  void* listenComm = nullptr;
+  std::array<uint8_t, net::abi::kHandleMaxSize> handle{};
+  ASSERT_TRUE(proxy.call([&] { return n->listen(0, handle.data(), &listenComm); }).ok()) << lastErrorMessage();
+  *sendComm = *recvComm = nullptr;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while ((*sendComm == nullptr || *recvComm == nullptr) && Clock::now() < deadline) {
+    ASSERT_TRUE(proxy.call([&] {
+                       if (*sendComm == nullptr) ATOLL_CHECK(n->connect(0, handle.data(), sendComm));
+                       if (*recvComm == nullptr) ATOLL_CHECK(n->accept(listenComm, recvComm));
+                       return Status::Ok();
+                     }).ok())
+        << lastErrorMessage();
+  }
+  (void)proxy.call([&] { return n->closeListen(listenComm); });
+  ASSERT_TRUE(*sendComm != nullptr && *recvComm != nullptr) << "no connection within 10 s";
+}
+
+TEST(NetLinkTest, LastMessageBeforeTheClosesArrivesWhenTheFirstReceivesMeetTheClose) {
+  // The peer sent its last message and closed before this link posted a receive. The Socket net
+  // fills the first receive inside the second irecv, meets the close there and fails the third:
+  // the link must still hand over the message, then report the close.
+  net::PluginNet* n = socketNet();
+  ASSERT_NE(n, nullptr);
+  net::Proxy proxy;
+  void *sendAB, *recvAB, *sendBA, *recvBA;
+  ASSERT_NO_FATAL_FAILURE(netPair(n, proxy, &sendAB, &recvAB));
+  ASSERT_NO_FATAL_FAILURE(netPair(n, proxy, &sendBA, &recvBA));
+  const size_t maxMessage = n->devices()[0].maxP2pBytes;
+  {
+    auto a = net::NetLink::create({n, &proxy, sendAB, recvBA, maxMessage, "rank 0"}, 0, 1, 0, 64 << 10);
+    ASSERT_TRUE(a.ok()) << lastErrorMessage();
+    ASSERT_EQ(*(*a)->send(pattern().data(), 1000), 1000u);
+  }  // flushed, then closed
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the bytes and the close reach b's socket
+  auto b = net::NetLink::create({n, &proxy, sendBA, recvAB, maxMessage, "rank 1"}, 1, 0, 0, 64 << 10);
+  ASSERT_TRUE(b.ok()) << lastErrorMessage();
+  uint64_t got = 0;
+  Status last;
+  for (auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline;) {
+    auto v = (*b)->peek();
+    if (!v.ok()) {
+      last = v.status();
+      break;
+    }
+    if (!v->empty()) {
+      EXPECT_EQ(std::memcmp(v->data(), pattern().data() + got, v->size()), 0);
+      got += v->size();
+      (*b)->consume(v->size());
+    }
+  }
+  EXPECT_EQ(got, 1000u) << "the message sent before the close was lost";
+  EXPECT_EQ(last.code(), ncclRemoteError);
+}
 
 }  // namespace

@@ -73,9 +73,9 @@ void NetLink::fail(ncclResult_t code, const std::string& why) {
   err_.store(code, std::memory_order_release);
 }
 
-void NetLink::failCall(const char* what, Status s) {
+void NetLink::failCall(const char* what, Status s, const std::string& why) {
   // A plugin call failing on a link means the peer or the path to it is gone.
-  fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), std::string(what) + ": " + lastErrorMessage());
+  fail(s.code() == ncclSystemError ? ncclRemoteError : s.code(), std::string(what) + ": " + (why.empty() ? lastErrorMessage() : why));
 }
 
 Status NetLink::error() const {
@@ -117,14 +117,19 @@ Result<size_t> NetLink::send(const void* data, size_t n) {
 }
 
 Result<std::span<const std::byte>> NetLink::peek() {
-  if (readSlot_ < recvArrived_.load(std::memory_order_acquire)) {
-    const size_t slot = static_cast<size_t>(readSlot_ % kChunks);
-    const std::byte* data = recvRing_.get() + slot * chunk_ + 8;
-    return std::span<const std::byte>(data + readOff_, recvSize_[slot] - readOff_);
+  if (readSlot_ == recvArrived_.load(std::memory_order_acquire)) {
+    Status e = error();
+    // The proxy marks a message arrived before it records the failure it met after it (the peer's
+    // close right behind its last message): look again, or that message is lost to the race.
+    if (!e.ok() && readSlot_ == recvArrived_.load(std::memory_order_acquire)) return e;
+    if (e.ok()) {
+      ends_.proxy->kick();
+      return std::span<const std::byte>();
+    }
   }
-  ATOLL_CHECK(error());
-  ends_.proxy->kick();
-  return std::span<const std::byte>();
+  const size_t slot = static_cast<size_t>(readSlot_ % kChunks);
+  const std::byte* data = recvRing_.get() + slot * chunk_ + 8;
+  return std::span<const std::byte>(data + readOff_, recvSize_[slot] - readOff_);
 }
 
 void NetLink::consume(size_t n) {
@@ -202,6 +207,10 @@ bool NetLink::driveSends() {
 bool NetLink::driveRecvs() {
   bool moved = false;
   const uint64_t freed = recvFreed_.load(std::memory_order_acquire);
+  // A plugin may fill an earlier receive inside a later irecv and then meet the peer's close, so
+  // the irecv fails with a message already in: a failed post waits until what was posted is tested.
+  Status postFailed;
+  std::string postWhy;
   while (recvPosted_ < freed + kChunks) {
     const size_t slot = static_cast<size_t>(recvPosted_ % kChunks);
     void* data = recvRing_.get() + slot * chunk_;
@@ -210,8 +219,9 @@ bool NetLink::driveRecvs() {
     void* request = nullptr;
     Status s = ends_.net->irecv(ends_.recvComm, 1, &data, &size, &tag, &recvMr_, &request);
     if (!s.ok()) {
-      failCall("irecv", s);
-      return true;
+      postFailed = s;
+      postWhy = lastErrorMessage();
+      break;
     }
     if (request == nullptr) break;
     recvs_[slot] = request;
@@ -239,6 +249,10 @@ bool NetLink::driveRecvs() {
     recvSize_[slot] = static_cast<size_t>(len);
     recvArrived_.store(++arrived, std::memory_order_release);
     moved = true;
+  }
+  if (!postFailed.ok() && arrived == recvPosted_) {
+    failCall("irecv", postFailed, postWhy);
+    return true;
   }
   return moved;
 }

@@ -66,7 +66,7 @@ class NetLink final : public transport::Connection, public Driven {
   bool driveRecvs();
   void fail(ncclResult_t code, const std::string& why);
   /// fail() for a plugin call that returned `s`, with the plugin's message.
-  void failCall(const char* what, Status s);
+  void failCall(const char* what, Status s, const std::string& why = {});
   Status error() const;
 
   Ends ends_;
