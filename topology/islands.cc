@@ -180,6 +180,7 @@ FabricLevels fabricLevels(std::span<const RankDesc> ranks, const IslandMap& isla
   for (const RankDesc& d : ranks) nicGBs = (nicGBs == 0 || (d.netGBs > 0 && d.netGBs < nicGBs)) ? d.netGBs : nicGBs;
 
   Level intra = Level::Host;
+  size_t fewest = SIZE_MAX;
   std::vector<const FabricHost*> everyone;
   for (const std::vector<int>& members : islands.members) {
     std::vector<const FabricHost*> hosts;
@@ -193,7 +194,9 @@ FabricLevels fabricLevels(std::span<const RankDesc> ranks, const IslandMap& isla
     }
     const Level span = distinct.size() <= 1 ? Level::Host : fabric ? spanOf(hosts) : Level::Global;
     intra = std::max(intra, span);
+    fewest = std::min(fewest, distinct.size());
   }
+  out.islandHosts = static_cast<int>(std::max<size_t>(1, std::min(fewest, allHosts.size())));
   // Inside one host only the host level applies: a leaf's figures say nothing about shared memory.
   const LevelSpec* intraSpec = nullptr;
   if (fabric)

@@ -52,6 +52,7 @@ Result<std::shared_ptr<const IslandMap>> islandsFromParams(std::span<const RankD
 struct FabricLevels {
   double intraBwGBs = 10.0, intraLatUs = 1.0;   // shm on one host
   double interBwGBs = 1.25, interLatUs = 10.0;  // 10 Gb/s Ethernet-class
+  int islandHosts = 1;  // hosts in the island with the fewest (they pool its uplink to the core)
 };
 /// From the fabric levels the islands actually span, else the NICs' speed, else the defaults above.
 FabricLevels fabricLevels(std::span<const RankDesc> ranks, const IslandMap& islands, const Fabric* fabric);

@@ -8,8 +8,11 @@ namespace atl::sim {
 
 namespace {
 constexpr double kNvLinkPortGBs = topo::kNvLinkGBs * 18;  // one GPU's NVLinks to the NVSwitch, per direction
-constexpr double kNvLinkLatUs = 0.7;
 }  // namespace
+
+double hostPortGBs(const topo::NodeSpec& node) {
+  return node.intraGBs > 0 ? node.intraGBs : node.nvswitch ? kNvLinkPortGBs : node.nicGbps / 8;
+}
 
 uint32_t Network::addPair(double gbs) {
   capacity_.push_back(gbs);
@@ -57,8 +60,7 @@ void Network::build(const std::vector<int>& hostsPerLeaf, const std::vector<int>
   const double nicGBs = spec.node.nicGbps / 8;
   // Link ids come in blocks, each an (out, in) pair per unit, in this order.
   nvlink_ = static_cast<uint32_t>(capacity_.size());
-  const double portGBs = spec.node.intraGBs > 0 ? spec.node.intraGBs : spec.node.nvswitch ? kNvLinkPortGBs : nicGBs;
-  for (int g = 0; g < gpus_; ++g) addPair(portGBs);
+  for (int g = 0; g < gpus_; ++g) addPair(hostPortGBs(spec.node));
   nic_ = static_cast<uint32_t>(capacity_.size());
   for (int i = 0; i < nodes * rails_; ++i) addPair(nicGBs);
   // A rail's leaf reaches the spine with its hosts' NIC bandwidth over the island's oversubscription.
@@ -136,7 +138,7 @@ void Network::route(int a, int b, std::vector<uint32_t>* links) const {
 
 double Network::latencyUs(int a, int b) const {
   switch (level(a, b)) {
-    case 0: return a == b ? 0 : kNvLinkLatUs;
+    case 0: return a == b ? 0 : kHostLatUs;
     case 1: return spec_.leafLatUs;
     case 2: return spec_.islandLatUs;
     case 3: return spec_.groupLatUs;

@@ -15,6 +15,11 @@
 
 namespace atl::sim {
 
+/// Between two GPUs of one host: each GPU's link, each way (--intra-gbs, else its NVLinks to the
+/// NVSwitch, else its NIC), and the latency.
+double hostPortGBs(const topo::NodeSpec& node);
+inline constexpr double kHostLatUs = 0.7;
+
 class Network {
  public:
   explicit Network(const topo::ClusterSpec& spec);

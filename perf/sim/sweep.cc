@@ -37,6 +37,11 @@ Result<tuning::Selector> clusterSelector(const topo::ClusterSpec& spec, const to
   f.intra = tuning::LinkParams{spec.node.nicGbps / 8, spec.leafLatUs};
   f.inter = tuning::LinkParams{cluster.levels.interBwGBs, cluster.levels.interLatUs};
   f.interSharers = spec.node.gpus;
+  f.islandHosts = cluster.levels.islandHosts;
+  if (cluster.levels.islandHosts > 1 && spec.node.gpus > 1) {
+    f.hostRanks = spec.node.gpus;
+    f.host = tuning::LinkParams{hostPortGBs(spec.node), kHostLatUs};
+  }
   if (spec.nodes > 1) f.intraSharers = std::max(1.0, static_cast<double>(spec.node.gpus) / std::max(1, spec.node.nics));
   if (stepUs >= 0) f.model.stepOverheadUs = stepUs;
   return tuning::Selector::create(static_cast<int>(cluster.ranks.size()), &cluster.islands, f, channels);

@@ -76,6 +76,11 @@ LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPl
     for (const auto& [host, count] : perHost) most = std::max(most, count);
     c.fabric.interSharers = std::max(1.0, static_cast<double>(most) / nics);
     if (!c.intraShm) c.fabric.intraSharers = c.fabric.interSharers;
+    // Islands that span hosts: the hops between a host's own ranks are shared memory (model.shm).
+    if (!c.intraShm && shm && most > 1) {
+      c.fabric.hostRanks = most;
+      c.fabric.host = c.fabric.model.shm;
+    }
   }
   // A fabric file states what links between islands really are (also for islands emulated on one
   // host with ATOLL_ISLAND_SIZE, which is how a big fabric's costs are tried out locally). Its
@@ -83,6 +88,15 @@ LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPl
   if (placement.fromFabricFile) {
     c.fabric.inter = tuning::LinkParams{placement.levels.interBwGBs, placement.levels.interLatUs};
     if (!singleHost) c.fabric.interSharers = most;
+    // Islands that span hosts are joined inside by the fabric's leaf (or island) level, per host as
+    // well. The socket model's figure (loopback TCP) made the links inside an island look many
+    // times faster than the 1 Gbit/s between emulated hosts, so hierarchical's rings inside islands
+    // looked cheap and the selector took it over a ring 1.4x faster (perf/sim/README.md).
+    if (!c.intraShm && !singleHost) {
+      c.fabric.intra = tuning::LinkParams{placement.levels.intraBwGBs, placement.levels.intraLatUs};
+      c.fabric.intraSharers = most;
+    }
+    c.fabric.islandHosts = placement.levels.islandHosts;
     c.interFromFabric = true;
   }
   return c;

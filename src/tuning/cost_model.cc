@@ -24,24 +24,48 @@ int floorLog2(int n) {
   return l;
 }
 
-/// Per-step alpha (us) and beta (us per byte) of the two link kinds.
+/// Per-step alpha (us) and beta (us per byte) of the link kinds: inside an island, between
+/// islands, and between ranks of one host where islands span hosts.
 struct Costs {
-  double aIntra, bIntra, aInter, bInter;
+  double aIntra, bIntra, aInter, bInter, aHost, bHost;
   bool multi;
   // The slowest link a flat algorithm's step may touch.
   double aFlat() const { return multi ? std::max(aIntra, aInter) : aIntra; }
   double bFlat() const { return multi ? std::max(bIntra, bInter) : bIntra; }
+  // The ring's: its one flow across each island boundary has the island's uplink to itself.
+  double bRing(int islandHosts) const { return multi ? std::max(bIntra, bInter / std::max(1, islandHosts)) : bIntra; }
 };
 
 Costs costsOf(const SelectInput& in) {
   auto beta = [](double gbs) { return gbs > 0 ? 1.0 / (gbs * 1e3) : 1.0; };  // GB/s = 1e3 bytes/us
-  return {in.stepOverheadUs + in.intraLatUs, beta(in.intraBwGBs), in.stepOverheadUs + in.interLatUs,
-          beta(in.interBwGBs), in.nIslands > 1};
+  return {in.stepOverheadUs + in.intraLatUs, beta(in.intraBwGBs),
+          in.stepOverheadUs + in.interLatUs,  beta(in.interBwGBs),
+          in.stepOverheadUs + in.hostLatUs,   beta(in.hostBwGBs),
+          in.nIslands > 1};
+}
+
+// Of `levels` distance-doubling steps (or tree levels) inside an island, the ones at distances
+// below hostRanks stay inside a host: ranks keep hosts contiguous.
+int hostLevels(const SelectInput& in, int levels) {
+  return in.hostRanks > 1 ? std::min(levels, floorLog2(in.hostRanks)) : 0;
+}
+
+// A ring step waits for the step before it on the previous rank, so a message's way around the
+// ring passes every hop in turn: the latency per step is the mean of its hops' (the bandwidth is the
+// slowest hop's, which paces the stream). Ranks keep hosts and islands contiguous, so n ranks over
+// `islands` islands cross between islands `islands` times (none with one), between hosts of an
+// island once per further host, and stay inside a host on every other hop.
+double ringStepUs(const SelectInput& in, const Costs& c, int n, int islands) {
+  if (n < 2) return c.aIntra;
+  const double hosts = std::max<double>(islands, std::ceil(static_cast<double>(n) / in.hostRanks));
+  const double inter = islands > 1 ? islands : 0;
+  return (inter * c.aInter + (hosts - inter) * c.aIntra + (n - hosts) * c.aHost) / n;
 }
 
 double ringAllReduce(const SelectInput& in, const Costs& c) {
   const double n = in.nranks;
-  return 2 * (n - 1) * (c.aFlat() + static_cast<double>(in.bytes) / n * c.bFlat());
+  return 2 * (n - 1) * (ringStepUs(in, c, in.nranks, c.multi ? in.nIslands : 1) +
+                        static_cast<double>(in.bytes) / n * c.bRing(in.islandHosts));
 }
 
 // Exchanges at distance n/2 first: with contiguous islands the first log2(islands) steps cross.
@@ -51,8 +75,9 @@ double rdAllReduce(const SelectInput& in, const Costs& c) {
   const double s = static_cast<double>(in.bytes);
   // Every rank crosses in the same step, so a host's ranks share its uplink.
   const double bCross = c.bInter * in.interSharers;
-  return cross * (c.aInter + in.rdBwPenalty * s * bCross) +
-         (steps - cross) * (c.aIntra + in.rdBwPenalty * s * c.bIntra * in.intraSharers);
+  const int host = hostLevels(in, steps - cross);
+  return cross * (c.aInter + in.rdBwPenalty * s * bCross) + host * (c.aHost + in.rdBwPenalty * s * c.bHost) +
+         (steps - cross - host) * (c.aIntra + in.rdBwPenalty * s * c.bIntra * in.intraSharers);
 }
 
 double rhdAllReduce(const SelectInput& in, const Costs& c) {
@@ -60,10 +85,13 @@ double rhdAllReduce(const SelectInput& in, const Costs& c) {
   const int p = 1 << steps;
   const int cross = c.multi ? std::min(steps, ceilLog2(in.nIslands)) : 0;
   const double s = static_cast<double>(in.bytes);
+  const int host = hostLevels(in, steps - cross);  // the last steps, on the smallest pieces
   const double crossBytes = s * (1 - std::ldexp(1.0, -cross));
-  const double intraBytes = s * (std::ldexp(1.0, -cross) - 1.0 / p);
-  double t = 2 * (cross * c.aInter + (steps - cross) * c.aIntra +
-                  in.rhdBwPenalty * (crossBytes * c.bInter * in.interSharers + intraBytes * c.bIntra * in.intraSharers));
+  const double intraBytes = s * (std::ldexp(1.0, -cross) - std::ldexp(1.0, host - steps));
+  const double hostBytes = s * (std::ldexp(1.0, host - steps) - 1.0 / p);
+  double t = 2 * (cross * c.aInter + (steps - cross - host) * c.aIntra + host * c.aHost +
+                  in.rhdBwPenalty * (crossBytes * c.bInter * in.interSharers + intraBytes * c.bIntra * in.intraSharers +
+                                     hostBytes * c.bHost));
   if (p != in.nranks) t += 2 * (c.aFlat() + s * c.bFlat());  // fold the extra ranks in, and back out
   return t;
 }
@@ -83,9 +111,13 @@ double treeAllReduce(const SelectInput& in, const Costs& c) {
   const double chunks =
       in.chunkBytes > 0 ? std::max(1.0, std::ceil(s / trees / static_cast<double>(in.chunkBytes))) : 1.0;
   const double o = in.stepOverheadUs;
-  const double chunkUs = std::min(s / trees, chunks > 1 ? static_cast<double>(in.chunkBytes) : s) * c.bFlat();
-  return 2 * (crossDepth * (c.aInter + o + chunkUs) + intraDepth * (c.aIntra + o + chunkUs)) + 4 * (chunks - 1) * o +
-         4.0 / trees * in.treeBwPenalty * s * c.bFlat();
+  const double chunk = std::min(s / trees, chunks > 1 ? static_cast<double>(in.chunkBytes) : s);
+  const double chunkUs = chunk * c.bFlat();
+  // The lowest levels join ranks of one host.
+  const int hostDepth = hostLevels(in, intraDepth);
+  return 2 * (crossDepth * (c.aInter + o + chunkUs) + (intraDepth - hostDepth) * (c.aIntra + o + chunkUs) +
+              hostDepth * (c.aHost + o + chunk * c.bHost)) +
+         4 * (chunks - 1) * o + 4.0 / trees * in.treeBwPenalty * s * c.bFlat();
 }
 
 // Every send and receive is posted at once: per-peer software overhead adds up, latency does not.
@@ -99,7 +131,7 @@ double directAllReduce(const SelectInput& in, const Costs& c) {
 double hierarchicalAllReduce(const SelectInput& in, const Costs& c) {
   const double m = in.maxIslandSize, islands = in.nIslands;
   const double s = static_cast<double>(in.bytes);
-  const double intra = 2 * (m - 1) * c.aIntra + 2 * (m - 1) / m * s * c.bIntra;
+  const double intra = 2 * (m - 1) * ringStepUs(in, c, in.maxIslandSize, 1) + 2 * (m - 1) / m * s * c.bIntra;
   const double shard = s / std::max(1, in.minIslandSize);
   // The minIslandSize ranks holding shards cross at once and share their hosts' uplinks.
   const double bCross = c.bInter * std::min(in.interSharers, static_cast<double>(std::max(1, in.minIslandSize)));
@@ -115,9 +147,9 @@ double ringOther(const SelectInput& in, const Costs& c) {
   switch (in.coll) {
     case Coll::Broadcast:
     case Coll::Reduce:
-      return (n - 1) * c.aFlat() + s * c.bFlat();
+      return (n - 1) * ringStepUs(in, c, in.nranks, c.multi ? in.nIslands : 1) + s * c.bRing(in.islandHosts);
     default:
-      return (n - 1) * (c.aFlat() + s / n * c.bFlat());
+      return (n - 1) * (ringStepUs(in, c, in.nranks, c.multi ? in.nIslands : 1) + s / n * c.bRing(in.islandHosts));
   }
 }
 

@@ -57,6 +57,18 @@ struct SelectInput {
   // have every rank exchange with a partner at once, mostly on other hosts, so a host's ranks share
   // its NICs there too; the ring crosses each host boundary once. 1: islands inside one host.
   double intraSharers = 1;
+  // Hosts in the smallest island. The inter-island bandwidth is each host's share of its island's
+  // uplink, but a flow that crosses alone draws on the whole uplink, up to its own link's speed: the
+  // ring (and the chain) crosses each island boundary once per channel. 1: islands inside one host.
+  int islandHosts = 1;
+  // Ranks per host where islands span hosts that hold several ranks each (1 otherwise: the island
+  // level is then the host level), and the link between ranks of one host. A ring's steps wait on
+  // each other around the ring, so its latency is its hops' mean, and most hops are inside hosts;
+  // recursive doubling's and halving's steps at distances below hostRanks, and the tree's lowest
+  // levels, stay inside a host.
+  int hostRanks = 1;
+  double hostBwGBs = 0;
+  double hostLatUs = 0;
   double treeBwPenalty = 1;
   double rhdBwPenalty = 1;
   double rdBwPenalty = 1;

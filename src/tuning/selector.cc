@@ -84,6 +84,10 @@ Result<Selector> Selector::create(int nranks, const topo::IslandMap* islands, co
   in.stepOverheadUs = fabric.model.stepOverheadUs;
   in.interSharers = std::max(1.0, fabric.interSharers);
   in.intraSharers = std::max(1.0, fabric.intraSharers);
+  in.islandHosts = std::max(1, fabric.islandHosts);
+  in.hostRanks = std::max(1, fabric.hostRanks);
+  in.hostBwGBs = fabric.host.bwGBs;
+  in.hostLatUs = fabric.host.latUs;
   in.treeBwPenalty = fabric.model.treeBwPenalty;
   in.rhdBwPenalty = fabric.model.rhdBwPenalty;
   in.rdBwPenalty = fabric.model.rdBwPenalty;
@@ -199,9 +203,10 @@ std::string Selector::table(Coll c, size_t bytes) const {
   std::string out;
   char line[256];
   snprintf(line, sizeof(line),
-           "Tuning %s %zu bytes: %d ranks, %d island(s) of %d-%d, up to %d channel(s), uplink shared by %.0f\n",
+           "Tuning %s %zu bytes: %d ranks, %d island(s) of %d-%d, up to %d channel(s), uplink shared by %.0f, "
+           "island uplink pooled by %d host(s)\n",
            algo::collName(c), bytes, base_.nranks, base_.nIslands, base_.minIslandSize, base_.maxIslandSize,
-           base_.maxChannels, base_.interSharers);
+           base_.maxChannels, base_.interSharers, base_.islandHosts);
   out += line;
   for (int i = 0; i < algo::kNumAlgos; ++i) {
     const auto a = static_cast<Algo>(i);

@@ -22,6 +22,9 @@ struct FabricParams {
   LinkParams inter;  // between islands
   double interSharers = 1;  // see SelectInput::interSharers
   double intraSharers = 1;  // see SelectInput::intraSharers
+  int islandHosts = 1;      // see SelectInput::islandHosts
+  int hostRanks = 1;        // see SelectInput::hostRanks
+  LinkParams host;          // see SelectInput::hostBwGBs, hostLatUs
   ModelParams model;
   /// Shared memory inside islands and TCP between them, with the registry's current numbers.
   static FabricParams defaults();

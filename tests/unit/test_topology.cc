@@ -485,6 +485,12 @@ TEST(TopologyFabric, CostModelLevels) {
   EXPECT_DOUBLE_EQ(lv.intraLatUs, 3);
   EXPECT_DOUBLE_EQ(lv.interBwGBs, 12.5 / 8);  // global level
   EXPECT_DOUBLE_EQ(lv.interLatUs, 9);
+  EXPECT_EQ(lv.islandHosts, 2);  // both islands span two hosts
+  // A host with two ranks counts once; the smallest island decides.
+  ranks = ranksOn({"a1", "a1", "a3", "b01"});
+  m = topo::buildIslandMap(ranks, &*f);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(topo::fabricLevels(ranks, *m, &*f).islandHosts, 1);
   // Emulated islands on one host without a fabric: the documented defaults.
   auto local = ranksOn({"h", "h", "h", "h"});
   for (auto& d : local) d.islandSize = 2;

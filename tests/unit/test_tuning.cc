@@ -15,6 +15,7 @@
 
 #include "base/debug.h"
 #include "base/params.h"
+#include "core/comm_topology.h"
 #include "tuning/algo_env.h"
 #include "tuning/selector.h"
 #include "tuning/tuner_plugin.h"
@@ -193,6 +194,14 @@ Selector makeSelector(int count, int size, int maxChannels = 2) {
 constexpr size_t kSmall = 8;
 constexpr size_t kLarge = size_t{64} << 20;
 
+/// The cost model's input for an all-reduce of `bytes` over `count` islands of `size` ranks.
+SelectInput allReduceInput(int count, int size, size_t bytes) {
+  SelectInput in = makeSelector(count, size).input();
+  in.coll = Coll::AllReduce;
+  in.bytes = bytes;
+  return in;
+}
+
 bool latencyAlgo(Algo a) { return a == Algo::RecursiveDoubling || a == Algo::Tree || a == Algo::Direct; }
 
 TEST(Selector, TwoIslandsSmallAndLarge) {
@@ -243,9 +252,7 @@ TEST(Selector, RdOnlyForPowersOfTwo) {
 }
 
 TEST(CostModel, SharedUplinksSlowOnlyAlgorithmsThatCrossTogether) {
-  SelectInput in = makeSelector(2, 8).input();
-  in.coll = Coll::AllReduce;
-  in.bytes = kLarge;
+  SelectInput in = allReduceInput(2, 8, kLarge);
   SelectInput shared = in;
   shared.interSharers = 8;
   // The ring crosses at one rank per island boundary at a time; hierarchical, rd and rhd at all.
@@ -257,6 +264,87 @@ TEST(CostModel, SharedUplinksSlowOnlyAlgorithmsThatCrossTogether) {
   SelectInput more = shared;
   more.interSharers = 64;
   EXPECT_DOUBLE_EQ(estimateUs(Algo::Hierarchical, more), estimateUs(Algo::Hierarchical, shared));
+}
+
+TEST(CostModel, TheRingsLoneCrossingHasTheIslandsWholeUplink) {
+  // perf/sim/validate.sh's emulated cluster: 2 islands of 2 hosts x 2 ranks, 1 Gbit/s NICs, a 2:1
+  // core (a fabric file gives 1/16 GB/s per host). The ring's one flow per island boundary has the
+  // island's whole uplink, the NIC's speed here; hierarchical's four crossing ranks share it.
+  SelectInput in = allReduceInput(2, 4, kLarge);
+  in.intraBwGBs = 0.125;
+  in.interBwGBs = 0.0625;
+  in.interSharers = in.intraSharers = 2;
+  SelectInput pooled = in;
+  pooled.islandHosts = 2;
+  EXPECT_NEAR(estimateUs(Algo::Ring, pooled), estimateUs(Algo::Ring, in) / 2, estimateUs(Algo::Ring, in) * 0.01);
+  EXPECT_GT(estimateUs(Algo::Ring, in), estimateUs(Algo::Hierarchical, in));  // what the selector used to pick
+  EXPECT_LT(estimateUs(Algo::Ring, pooled), 0.8 * estimateUs(Algo::Hierarchical, pooled));  // measured 1.35-1.47x
+  for (Algo a : {Algo::Hierarchical, Algo::RecursiveDoubling, Algo::RecursiveHalvingDoubling})
+    EXPECT_DOUBLE_EQ(estimateUs(a, pooled), estimateUs(a, in)) << algo::algoName(a);
+  // The pooled uplink is no faster than the NIC the flow leaves by.
+  pooled.islandHosts = 64;
+  SelectInput nicBound = pooled;
+  nicBound.islandHosts = 2;
+  EXPECT_DOUBLE_EQ(estimateUs(Algo::Ring, pooled), estimateUs(Algo::Ring, nicBound));
+}
+
+TEST(CostModel, HopsInsideHostsCostTheHostsLatency) {
+  // 2 islands of 4 hosts x 8 ranks. A message goes around the ring through every hop in turn: 2
+  // hops between islands, 6 between hosts of an island, 56 inside hosts.
+  SelectInput in = allReduceInput(2, 32, 0);  // latency alone
+  in.stepOverheadUs = 3;
+  in.intraLatUs = 2;
+  in.interLatUs = 10;
+  in.hostLatUs = 0.5;
+  SelectInput hosts = in;
+  hosts.hostRanks = 8;
+  const double n = 64;
+  EXPECT_DOUBLE_EQ(estimateUs(Algo::Ring, in), 2 * (n - 1) * (3 + (2 * 10 + 62 * 2) / n));
+  EXPECT_DOUBLE_EQ(estimateUs(Algo::Ring, hosts), 2 * (n - 1) * (3 + (2 * 10 + 6 * 2 + 56 * 0.5) / n));
+  // Hierarchical's rings inside an island: 4 hops between hosts, 28 inside.
+  EXPECT_NEAR(estimateUs(Algo::Hierarchical, in) - estimateUs(Algo::Hierarchical, hosts),
+              2 * 31 * ((32 * 2 - (4 * 2 + 28 * 0.5)) / 32.0), 1e-9);
+  // Recursive doubling's steps at distances 1, 2 and 4 stay inside hosts, as do halving/doubling's
+  // last three steps and the tree's three lowest levels (each once up and once down).
+  EXPECT_NEAR(estimateUs(Algo::RecursiveDoubling, in) - estimateUs(Algo::RecursiveDoubling, hosts), 3 * (2 - 0.5), 1e-9);
+  EXPECT_NEAR(estimateUs(Algo::RecursiveHalvingDoubling, in) - estimateUs(Algo::RecursiveHalvingDoubling, hosts),
+              2 * 3 * (2 - 0.5), 1e-9);
+  EXPECT_NEAR(estimateUs(Algo::Tree, in) - estimateUs(Algo::Tree, hosts), 2 * 3 * (2 - 0.5), 1e-9);
+}
+
+TEST(LinkChoice, AFabricFilePricesIslandsThatSpanHostsByItsOwnLevels) {
+  // validate.sh's emulated cluster: hosts h0-h3 with 2 ranks each, islands {h0,h1} and {h2,h3},
+  // 1 Gbit/s per host inside islands, a 2:1 core between them.
+  std::vector<topo::RankDesc> ranks(8);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    ranks[r].hostHash = 0x100 + r / 2;
+    topo::setHostName(&ranks[r], "h" + std::to_string(r / 2));
+    ranks[r].nics = 1;
+  }
+  topo::CommPlacement placement;
+  auto map = std::make_shared<topo::IslandMap>(islands(2, 4));
+  placement.islands = map;
+  placement.rule = topo::IslandRule::Fabric;
+  placement.fromFabricFile = true;
+  placement.levels = topo::fabricLevels(ranks, *map, nullptr);
+  placement.levels.intraBwGBs = 0.12;
+  placement.levels.intraLatUs = 20;
+  placement.levels.interBwGBs = 0.06;
+  placement.levels.interLatUs = 40;
+  ASSERT_EQ(placement.levels.islandHosts, 2);
+  const LinkChoice c = chooseLinks(ranks, placement);
+  EXPECT_FALSE(c.intraShm);
+  EXPECT_DOUBLE_EQ(c.fabric.intra.bwGBs, 0.12);  // the fabric's, not the socket model's
+  EXPECT_DOUBLE_EQ(c.fabric.intraSharers, 2);
+  EXPECT_DOUBLE_EQ(c.fabric.interSharers, 2);
+  EXPECT_EQ(c.fabric.islandHosts, 2);
+  EXPECT_EQ(c.fabric.hostRanks, 2);
+  EXPECT_DOUBLE_EQ(c.fabric.host.latUs, c.fabric.model.shm.latUs);
+  auto sel = Selector::create(8, map.get(), c.fabric, 2);
+  ASSERT_TRUE(sel.ok());
+  // Measured there: the ring 1.35-1.47x faster than hierarchical at 4-32 MiB.
+  for (size_t bytes : {size_t{4} << 20, size_t{32} << 20})
+    EXPECT_EQ(sel->choose(Coll::AllReduce, bytes).algo, Algo::Ring) << sel->table(Coll::AllReduce, bytes);
 }
 
 TEST(Selector, OtherCollectivesAcrossIslands) {
