@@ -113,8 +113,10 @@ double treeAllReduce(const SelectInput& in, const Costs& c) {
   const double o = in.stepOverheadUs;
   const double chunk = std::min(s / trees, chunks > 1 ? static_cast<double>(in.chunkBytes) : s);
   const double chunkUs = chunk * c.bFlat();
-  // The lowest levels join ranks of one host.
-  const int hostDepth = hostLevels(in, intraDepth);
+  // The lowest levels join ranks of one host: edges at distances up to a quarter of a host's ranks
+  // stay in it, while half of those at half its ranks leave it (the in-order tree's positions are
+  // one off the ranks), and a level costs its slowest edge.
+  const int hostDepth = std::max(0, hostLevels(in, intraDepth + 1) - 1);
   return 2 * (crossDepth * (c.aInter + o + chunkUs) + (intraDepth - hostDepth) * (c.aIntra + o + chunkUs) +
               hostDepth * (c.aHost + o + chunk * c.bHost)) +
          4 * (chunks - 1) * o + 4.0 / trees * in.treeBwPenalty * s * c.bFlat();
