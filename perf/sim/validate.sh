@@ -15,9 +15,9 @@
 #                    [--max-error PCT]   (exit 1 if any |error| is above PCT)
 #                    [--hosts-per-island K --core-gbit C]
 #                                        (a bridge per island of K hosts, the islands joined by a
-#                                        core through uplinks of C Gbit/s each way; the ranks get
-#                                        the same cluster as a fabric file, the simulator as
-#                                        --nodes-per-leaf K and a core oversubscribed K*R/C)
+#                                        core through uplinks of C Gbit/s each way; the ranks and
+#                                        the simulator get the same fabric file, a core
+#                                        oversubscribed K*R/C)
 # "selector" in --algos compares the selector's own runs with the simulated busbw of the algorithm
 # atoll-sim's selector picks for the same cluster.
 # Needs root and iproute2 (exit 77, "skipped", when namespaces cannot be made).
@@ -52,11 +52,14 @@ sim="$build/bin/atoll-sim"
 [[ -x "$sim" ]] || { echo "validate.sh: build atoll-sim in $build first" >&2; exit 2; }
 mkdir -p "$out"
 goodput=$(python3 -c "print($rate * 1448 / 1514)")
-islands=() leaf=1 oversub=1
+islands=()
+# How atoll-sim is told the cluster: hosts of NP/H ranks with one NIC each, then either an island
+# per host on a non-blocking switch or the fabric file the ranks read.
+cluster=(--nodes "$hosts" --nodes-per-leaf 1 --leaves-per-island 1 --global-oversub 1)
 if ((per > 0)); then
   [[ -n "$core" ]] || { echo "validate.sh: --hosts-per-island needs --core-gbit" >&2; exit 2; }
   ((hosts % per == 0)) || { echo "validate.sh: --hosts must be a multiple of --hosts-per-island" >&2; exit 2; }
-  leaf=$per oversub=$(python3 -c "print(max(1.0, $per * $rate / $core))")
+  oversub=$(python3 -c "print(max(1.0, $per * $rate / $core))")
   # The ranks' view of the same cluster: hosts host0.. (perf/islands/netns.sh names them so), an
   # island per bridge, the core's share per host (docs/TOPOLOGY.md's format).
   gbs=$(python3 -c "print($goodput / 8)")
@@ -70,13 +73,13 @@ if ((per > 0)); then
     done
   } > "$out/fabric.txt"
   islands=(--hosts-per-island "$per" --core-rate "${core}gbit" --fabric "$out/fabric.txt")
+  cluster=(--fabric "$out/fabric.txt")
 fi
 # The measured side: perf/islands/algo_sweep.sh forces each algorithm in turn on the emulated hosts.
 bash "$here/../islands/algo_sweep.sh" --build "$build" --np "$np" --hosts "$hosts" --rate "${rate}gbit" "${islands[@]}" \
   --min "$min" --max "$max" --factor "$factor" --rounds "$rounds" --out "$out/measured" > "$out/sweep.txt" 2> "$out/sweep.log"
 # The simulated side: the same cluster, described to atoll-sim.
-"$sim" --nodes "$hosts" --gpus $((np / hosts)) --nics 1 --nic-gbps "$goodput" --nodes-per-leaf "$leaf" --leaves-per-island 1 \
-  --global-oversub "$oversub" --intra-gbs "$shm" --channels 2 --algos "$(echo $algos | tr ' ' '\n' | grep -vx selector | paste -sd,)" \
+"$sim" "${cluster[@]}" --gpus $((np / hosts)) --nics 1 --nic-gbps "$goodput" --intra-gbs "$shm" --channels 2 --algos "$(echo $algos | tr ' ' '\n' | grep -vx selector | paste -sd,)" \
   -b "$min" -e "$max" -f "$factor" --csv "$out/simulated.csv" > "$out/simulated.txt" 2>&1
 python3 - "$out" "$algos" "$rounds" "$maxerr" <<'PY'
 import csv, json, os, sys
