@@ -29,20 +29,11 @@ int floorLog2(int n) {
 struct Costs {
   double aIntra, bIntra, aInter, bInter, aHost, bHost;
   bool multi;
+  double aRing = 0, bRing = 0;  // a ring over every rank, per step (see ringStepUs and costsOf)
   // The slowest link a flat algorithm's step may touch.
   double aFlat() const { return multi ? std::max(aIntra, aInter) : aIntra; }
   double bFlat() const { return multi ? std::max(bIntra, bInter) : bIntra; }
-  // The ring's: its one flow across each island boundary has the island's uplink to itself.
-  double bRing(int islandHosts) const { return multi ? std::max(bIntra, bInter / std::max(1, islandHosts)) : bIntra; }
 };
-
-Costs costsOf(const SelectInput& in) {
-  auto beta = [](double gbs) { return gbs > 0 ? 1.0 / (gbs * 1e3) : 1.0; };  // GB/s = 1e3 bytes/us
-  return {in.stepOverheadUs + in.intraLatUs, beta(in.intraBwGBs),
-          in.stepOverheadUs + in.interLatUs,  beta(in.interBwGBs),
-          in.stepOverheadUs + in.hostLatUs,   beta(in.hostBwGBs),
-          in.nIslands > 1};
-}
 
 // Of `levels` distance-doubling steps (or tree levels) inside an island, the ones at distances
 // below hostRanks stay inside a host: ranks keep hosts contiguous.
@@ -62,10 +53,21 @@ double ringStepUs(const SelectInput& in, const Costs& c, int n, int islands) {
   return (inter * c.aInter + (hosts - inter) * c.aIntra + (n - hosts) * c.aHost) / n;
 }
 
+Costs costsOf(const SelectInput& in) {
+  auto beta = [](double gbs) { return gbs > 0 ? 1.0 / (gbs * 1e3) : 1.0; };  // GB/s = 1e3 bytes/us
+  Costs c{in.stepOverheadUs + in.intraLatUs, beta(in.intraBwGBs),
+          in.stepOverheadUs + in.interLatUs,  beta(in.interBwGBs),
+          in.stepOverheadUs + in.hostLatUs,   beta(in.hostBwGBs),
+          in.nIslands > 1};
+  c.aRing = ringStepUs(in, c, in.nranks, c.multi ? in.nIslands : 1);
+  // The ring's one flow across each island boundary has the island's uplink to itself.
+  c.bRing = c.multi ? std::max(c.bIntra, c.bInter / std::max(1, in.islandHosts)) : c.bIntra;
+  return c;
+}
+
 double ringAllReduce(const SelectInput& in, const Costs& c) {
   const double n = in.nranks;
-  return 2 * (n - 1) * (ringStepUs(in, c, in.nranks, c.multi ? in.nIslands : 1) +
-                        static_cast<double>(in.bytes) / n * c.bRing(in.islandHosts));
+  return 2 * (n - 1) * (c.aRing + static_cast<double>(in.bytes) / n * c.bRing);
 }
 
 // Exchanges at distance n/2 first: with contiguous islands the first log2(islands) steps cross.
@@ -149,9 +151,9 @@ double ringOther(const SelectInput& in, const Costs& c) {
   switch (in.coll) {
     case Coll::Broadcast:
     case Coll::Reduce:
-      return (n - 1) * ringStepUs(in, c, in.nranks, c.multi ? in.nIslands : 1) + s * c.bRing(in.islandHosts);
+      return (n - 1) * c.aRing + s * c.bRing;
     default:
-      return (n - 1) * (ringStepUs(in, c, in.nranks, c.multi ? in.nIslands : 1) + s / n * c.bRing(in.islandHosts));
+      return (n - 1) * (c.aRing + s / n * c.bRing);
   }
 }
 

@@ -525,6 +525,29 @@ TEST_P(TransportTest, ReceiveIntoInterleavedWithPeekKeepsTheStream) {
   EXPECT_GT(viaPeek, 0u);
 }
 
+/// Peeks until the link fails (or 10 s pass), checking every byte against the pattern: how many
+/// arrived, and the failure.
+struct Drained {
+  uint64_t got = 0;
+  Status last;
+};
+Drained drainUntilError(Connection& c) {
+  Drained d;
+  for (auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline;) {
+    auto v = c.peek();
+    if (!v.ok()) {
+      d.last = v.status();
+      break;
+    }
+    if (!v->empty()) {
+      EXPECT_EQ(std::memcmp(v->data(), pattern().data() + d.got, v->size()), 0);
+      d.got += v->size();
+      c.consume(v->size());
+    }
+  }
+  return d;
+}
+
 TEST_P(TransportTest, ReceiveIntoReportsAClosedPeerAfterDrain) {
   World w = world(2, 64 << 10);
   Conns c = connectAll(w, 1);
@@ -556,28 +579,14 @@ TEST_P(TransportTest, ClosedPeerYieldsRemoteErrorAfterDrain) {
   ASSERT_TRUE(s.ok());
   ASSERT_EQ(*s, 1000u);
   c[0][1][0].reset();  // rank 0 closes its end in an orderly way
-  uint64_t got = 0;
-  Status last;
-  auto deadline = Clock::now() + std::chrono::seconds(10);
-  while (Clock::now() < deadline) {
-    auto v = c[1][0][0]->peek();
-    if (!v.ok()) {
-      last = v.status();
-      break;
-    }
-    if (!v->empty()) {
-      EXPECT_EQ(std::memcmp(v->data(), pattern().data() + got, v->size()), 0);
-      got += v->size();
-      c[1][0][0]->consume(v->size());
-    }
-  }
-  EXPECT_EQ(got, 1000u) << "bytes sent before the close must still be delivered";
-  EXPECT_EQ(last.code(), ncclRemoteError);
+  const Drained d = drainUntilError(*c[1][0][0]);
+  EXPECT_EQ(d.got, 1000u) << "bytes sent before the close must still be delivered";
+  EXPECT_EQ(d.last.code(), ncclRemoteError);
   EXPECT_NE(lastErrorMessage().find("peer rank 0"), std::string::npos) << lastErrorMessage();
 
   // The other direction: rank 1 keeps sending to the closed rank 0 and must get an error, not hang.
   Status sendErr;
-  deadline = Clock::now() + std::chrono::seconds(10);
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (Clock::now() < deadline) {
     auto r = c[1][0][0]->send(pattern().data(), 4096);
     if (!r.ok()) {
@@ -1005,22 +1014,9 @@ TEST(NetLinkTest, LastMessageBeforeTheClosesArrivesWhenTheFirstReceivesMeetTheCl
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the bytes and the close reach b's socket
   auto b = net::NetLink::create({n, &proxy, sendBA, recvAB, maxMessage, "rank 1"}, 1, 0, 0, 64 << 10);
   ASSERT_TRUE(b.ok()) << lastErrorMessage();
-  uint64_t got = 0;
-  Status last;
-  for (auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline;) {
-    auto v = (*b)->peek();
-    if (!v.ok()) {
-      last = v.status();
-      break;
-    }
-    if (!v->empty()) {
-      EXPECT_EQ(std::memcmp(v->data(), pattern().data() + got, v->size()), 0);
-      got += v->size();
-      (*b)->consume(v->size());
-    }
-  }
-  EXPECT_EQ(got, 1000u) << "the message sent before the close was lost";
-  EXPECT_EQ(last.code(), ncclRemoteError);
+  const Drained d = drainUntilError(**b);
+  EXPECT_EQ(d.got, 1000u) << "the message sent before the close was lost";
+  EXPECT_EQ(d.last.code(), ncclRemoteError);
 }
 
 }  // namespace

@@ -119,13 +119,13 @@ Result<size_t> NetLink::send(const void* data, size_t n) {
 Result<std::span<const std::byte>> NetLink::peek() {
   if (readSlot_ == recvArrived_.load(std::memory_order_acquire)) {
     Status e = error();
-    // The proxy marks a message arrived before it records the failure it met after it (the peer's
-    // close right behind its last message): look again, or that message is lost to the race.
-    if (!e.ok() && readSlot_ == recvArrived_.load(std::memory_order_acquire)) return e;
     if (e.ok()) {
       ends_.proxy->kick();
       return std::span<const std::byte>();
     }
+    // The proxy marks a message arrived before it records the failure it met after it (the peer's
+    // close right behind its last message): look again, or that message is lost to the race.
+    if (readSlot_ == recvArrived_.load(std::memory_order_acquire)) return e;
   }
   const size_t slot = static_cast<size_t>(readSlot_ % kChunks);
   const std::byte* data = recvRing_.get() + slot * chunk_ + 8;
