@@ -226,6 +226,15 @@ FabricLevels fabricLevels(std::span<const RankDesc> ranks, const IslandMap& isla
   } else if (allHosts.size() > 1 && nicGBs > 0) {
     out.interBwGBs = nicGBs;
   }
+  if (fabric && inter == Level::Global && fabric->level(Level::Group).set) {
+    std::set<std::string> groups;
+    for (const FabricHost* x : everyone) groups.insert(x ? x->group : std::string());
+    if (groups.size() > 1 && s == &fabric->level(Level::Global)) {
+      out.groups = static_cast<int>(groups.size());
+      out.groupBwGBs = fabric->level(Level::Group).effectiveGBs();
+      out.groupLatUs = fabric->level(Level::Group).latUs;
+    }
+  }
   return out;
 }
 

@@ -53,6 +53,12 @@ struct FabricLevels {
   double intraBwGBs = 10.0, intraLatUs = 1.0;   // shm on one host
   double interBwGBs = 1.25, interLatUs = 10.0;  // 10 Gb/s Ethernet-class
   int islandHosts = 1;  // hosts in the island with the fewest (they pool its uplink to the core)
+  // Dragonfly+ groups the ranks span (a fabric file with a group level); 1 otherwise. The inter
+  // figures are then the global level's, per host, and each group's global bandwidth is split over
+  // direct links to every other group, so traffic from one group to one other gets 1/(groups-1)
+  // of it. Islands of one group meet at the group level's figures.
+  int groups = 1;
+  double groupBwGBs = 0, groupLatUs = 0;
 };
 /// From the fabric levels the islands actually span, else the NICs' speed, else the defaults above.
 FabricLevels fabricLevels(std::span<const RankDesc> ranks, const IslandMap& islands, const Fabric* fabric);

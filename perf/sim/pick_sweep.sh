@@ -2,16 +2,18 @@
 # pick_sweep.sh: how far the selector's pick is from atoll-sim's simulated best, over a set of
 # clusters, as a markdown table (sizes 4 KiB-256 MiB; a miss is a size where the pick is over 1.10x
 # the best). With --before BIN, a second atoll-sim (an earlier build's) runs beside it, so a cost
-# model change shows its effect cluster by cluster.
-#   perf/sim/pick_sweep.sh [--sim build/bin/atoll-sim] [--before OLD_BINARY]
+# model change shows its effect cluster by cluster. With --model ALGO, it prints instead the cost
+# model's estimate of ALGO over its simulated time, per cluster, at 64 KiB-16 MiB (-f 4).
+#   perf/sim/pick_sweep.sh [--sim build/bin/atoll-sim] [--before OLD_BINARY] [--model ALGO]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-sim="$here/../../build/bin/atoll-sim" before=""
+sim="$here/../../build/bin/atoll-sim" before="" model=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sim) sim="$2"; shift 2 ;;
     --before) before="$2"; shift 2 ;;
-    -h|--help) sed -n 2,6p "$0"; exit 0 ;;
+    --model) model="$2"; shift 2 ;;
+    -h|--help) sed -n 2,8p "$0"; exit 0 ;;
     *) echo "pick_sweep.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -36,6 +38,17 @@ score() {
   "$1" $2 -b 4K -e 256M -f 4 2>&1 |
     awk '/^ +[0-9]/ { r = $NF; if (r > w) w = r; if (r > 1.10) m++ } END { printf "%d, %.3f", m, w }'
 }
+# The model's estimate of $model over the simulated time, per size (--explain prints both).
+ratios() {
+  "$sim" $1 --algos "$model" -b 64K -e 16M -f 4 --explain 2>&1 |
+    awk -v a="$model" '/^ +[0-9]+ +[0-9]/ { sim = $4 } $0 ~ "^# +" a " +[0-9]" { printf " %.2f |", $3 / sim }'
+}
+if [[ -n "$model" ]]; then
+  echo "| cluster | $model: 64K | 256K | 1M | 4M | 16M |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  for c in "${clusters[@]}"; do echo "| ${c%%|*} |$(ratios "${c#*|}")"; done
+  exit 0
+fi
 if [[ -n "$before" ]]; then
   echo "| cluster | before: misses, worst | after |"
   echo "|---|---:|---:|"

@@ -38,6 +38,8 @@ Result<tuning::Selector> clusterSelector(const topo::ClusterSpec& spec, const to
   f.inter = tuning::LinkParams{cluster.levels.interBwGBs, cluster.levels.interLatUs};
   f.interSharers = spec.node.gpus;
   f.islandHosts = cluster.levels.islandHosts;
+  f.groups = cluster.levels.groups;
+  f.group = tuning::LinkParams{cluster.levels.groupBwGBs, cluster.levels.groupLatUs};
   if (cluster.levels.islandHosts > 1 && spec.node.gpus > 1) {
     f.hostRanks = spec.node.gpus;
     f.host = tuning::LinkParams{hostPortGBs(spec.node), kHostLatUs};

@@ -20,14 +20,10 @@
 #include <vector>
 
 #include "algorithms/ring.h"
+#include "algorithms/tree_shape.h"
 
 namespace atl::algo {
 namespace {
-
-struct TreeNode {
-  int parent = -1;
-  int child[2] = {-1, -1};
-};
 
 /// Neighbours of position i (1-based) in the in-order binary tree over 1..n, as positions.
 TreeNode positionNode(int i, int n) {
@@ -49,13 +45,6 @@ TreeNode positionNode(int i, int n) {
     if (h >= 1) t.child[1] = i + h;
   }
   return t;
-}
-
-TreeNode rankNode(int rank, int n, int tree) {
-  auto toPos = [&](int r) { return tree == 0 ? r + 1 : (r == 0 ? n : r); };
-  auto toRank = [&](int pos) { return pos < 0 ? -1 : (tree == 0 ? pos - 1 : pos % n); };
-  TreeNode t = positionNode(toPos(rank), n);
-  return {toRank(t.parent), {toRank(t.child[0]), toRank(t.child[1])}};
 }
 
 void treeProgram(Program& prog, const TreeNode& t, Span seg, size_t chunkElems) {
@@ -83,12 +72,19 @@ void treeProgram(Program& prog, const TreeNode& t, Span seg, size_t chunkElems) 
 
 }  // namespace
 
+TreeNode treeNode(int rank, int n, int tree) {
+  auto toPos = [&](int r) { return tree == 0 ? r + 1 : (r == 0 ? n : r); };
+  auto toRank = [&](int pos) { return pos < 0 ? -1 : (tree == 0 ? pos - 1 : pos % n); };
+  TreeNode t = positionNode(toPos(rank), n);
+  return {toRank(t.parent), {toRank(t.child[0]), toRank(t.child[1])}};
+}
+
 Schedule treeAllReduce(const CollSpec& s) {
   Schedule out;
   const int n = s.nranks;
   if (s.count == 0) return out;
   const size_t chunkElems = std::max<size_t>(1, s.chunkElems);
-  const int ntrees = n > 2 && s.nchannels >= 2 && s.count >= 2 ? 2 : 1;
+  const int ntrees = s.count >= 2 ? treeCount(n, s.nchannels) : 1;
   for (int tr = 0; tr < ntrees; ++tr) {
     Program prog;
     prog.channel = tr;
@@ -106,7 +102,7 @@ Schedule treeAllReduce(const CollSpec& s) {
         addTransfer(prog, peer, sendAt(0), s.count, peer, recvAt(0), s.count, true, sendAt(0));
       }
     } else {
-      treeProgram(prog, rankNode(s.rank, n, tr), seg, chunkElems);
+      treeProgram(prog, treeNode(s.rank, n, tr), seg, chunkElems);
     }
     out.programs.push_back(std::move(prog));
   }

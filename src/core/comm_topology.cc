@@ -97,6 +97,8 @@ LinkChoice chooseLinks(std::span<const topo::RankDesc> ranks, const topo::CommPl
       c.fabric.intraSharers = most;
     }
     c.fabric.islandHosts = placement.levels.islandHosts;
+    c.fabric.groups = placement.levels.groups;
+    c.fabric.group = tuning::LinkParams{placement.levels.groupBwGBs, placement.levels.groupLatUs};
     c.interFromFabric = true;
   }
   return c;

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
+#include "algorithms/tree_shape.h"
 #include "base/params.h"
 
 namespace atl::tuning {
@@ -29,11 +31,28 @@ int floorLog2(int n) {
 struct Costs {
   double aIntra, bIntra, aInter, bInter, aHost, bHost;
   bool multi;
+  // Dragonfly+ (SelectInput::groups): a host's share of its group's direct link to one other group,
+  // and the link between islands of one group. Without groups, both are the inter-island link.
+  double bGlobal = 0, aGroup = 0, bGroup = 0;
+  // A ring of islands puts one island per group on the link to the next group: per host, that link
+  // costs bInter times this (1 without groups).
+  double ringGlobal = 1;
   double aRing = 0, bRing = 0;  // a ring over every rank, per step (see ringStepUs and costsOf)
   // The slowest link a flat algorithm's step may touch.
   double aFlat() const { return multi ? std::max(aIntra, aInter) : aIntra; }
   double bFlat() const { return multi ? std::max(bIntra, bInter) : bIntra; }
 };
+
+// Of `cross` island-crossing steps at distances n/2, n/4, ...: with contiguous groups the first
+// ceil(log2 groups) cross between groups, every group sending to one other, and the rest between
+// islands of one group.
+struct Crossing {
+  int global, group;
+};
+Crossing crossingSteps(const SelectInput& in, int cross) {
+  const int global = in.groups > 1 ? std::min(cross, ceilLog2(in.groups)) : cross;
+  return {global, cross - global};
+}
 
 // Of `levels` distance-doubling steps (or tree levels) inside an island, the ones at distances
 // below hostRanks stay inside a host: ranks keep hosts contiguous.
@@ -59,9 +78,21 @@ Costs costsOf(const SelectInput& in) {
           in.stepOverheadUs + in.interLatUs,  beta(in.interBwGBs),
           in.stepOverheadUs + in.hostLatUs,   beta(in.hostBwGBs),
           in.nIslands > 1};
+  c.bGlobal = c.bInter;
+  c.aGroup = c.aInter;
+  c.bGroup = c.bInter;
+  if (in.groups > 1) {
+    // Global traffic also climbs its island's uplink into the group.
+    c.aGroup = in.stepOverheadUs + in.groupLatUs;
+    c.bGroup = beta(in.groupBwGBs);
+    c.bGlobal = std::max(c.bGroup, c.bInter * (in.groups - 1));
+    c.ringGlobal = static_cast<double>(in.groups - 1) * in.groups / std::max(in.groups, in.nIslands);
+  }
   c.aRing = ringStepUs(in, c, in.nranks, c.multi ? in.nIslands : 1);
-  // The ring's one flow across each island boundary has the island's uplink to itself.
-  c.bRing = c.multi ? std::max(c.bIntra, c.bInter / std::max(1, in.islandHosts)) : c.bIntra;
+  // The ring's one flow across each island boundary has the island's uplink to itself (and, between
+  // Dragonfly+ groups, the link to the next group: its island is one of islands/groups sharing it).
+  const double hosts = std::max(1, in.islandHosts);
+  c.bRing = c.multi ? std::max({c.bIntra, c.bInter * c.ringGlobal / hosts, c.bGroup / hosts}) : c.bIntra;
   return c;
 }
 
@@ -76,9 +107,11 @@ double rdAllReduce(const SelectInput& in, const Costs& c) {
   const int cross = c.multi ? std::min(steps, ceilLog2(in.nIslands)) : 0;
   const double s = static_cast<double>(in.bytes);
   // Every rank crosses in the same step, so a host's ranks share its uplink.
-  const double bCross = c.bInter * in.interSharers;
+  const Crossing x = crossingSteps(in, cross);
+  const double pen = in.rdBwPenalty * in.interSharers;
   const int host = hostLevels(in, steps - cross);
-  return cross * (c.aInter + in.rdBwPenalty * s * bCross) + host * (c.aHost + in.rdBwPenalty * s * c.bHost) +
+  return x.global * (c.aInter + pen * s * c.bGlobal) + x.group * (c.aGroup + pen * s * c.bGroup) +
+         host * (c.aHost + in.rdBwPenalty * s * c.bHost) +
          (steps - cross - host) * (c.aIntra + in.rdBwPenalty * s * c.bIntra * in.intraSharers);
 }
 
@@ -88,23 +121,26 @@ double rhdAllReduce(const SelectInput& in, const Costs& c) {
   const int cross = c.multi ? std::min(steps, ceilLog2(in.nIslands)) : 0;
   const double s = static_cast<double>(in.bytes);
   const int host = hostLevels(in, steps - cross);  // the last steps, on the smallest pieces
-  const double crossBytes = s * (1 - std::ldexp(1.0, -cross));
+  const Crossing x = crossingSteps(in, cross);
+  const double globalBytes = s * (1 - std::ldexp(1.0, -x.global));
+  const double groupBytes = s * (std::ldexp(1.0, -x.global) - std::ldexp(1.0, -cross));
   const double intraBytes = s * (std::ldexp(1.0, -cross) - std::ldexp(1.0, host - steps));
   const double hostBytes = s * (std::ldexp(1.0, host - steps) - 1.0 / p);
-  double t = 2 * (cross * c.aInter + (steps - cross - host) * c.aIntra + host * c.aHost +
-                  in.rhdBwPenalty * (crossBytes * c.bInter * in.interSharers + intraBytes * c.bIntra * in.intraSharers +
-                                     hostBytes * c.bHost));
+  double t = 2 * (x.global * c.aInter + x.group * c.aGroup + (steps - cross - host) * c.aIntra + host * c.aHost +
+                  in.rhdBwPenalty * ((globalBytes * c.bGlobal + groupBytes * c.bGroup) * in.interSharers +
+                                     intraBytes * c.bIntra * in.intraSharers + hostBytes * c.bHost));
   if (p != in.nranks) t += 2 * (c.aFlat() + s * c.bFlat());  // fold the extra ranks in, and back out
   return t;
 }
 
 // Each tree pipelines its half (its whole, with one channel) in chunks, and an inner node spends
-// two steps per chunk in each phase (one per child), each paying the step overhead; a level costs
-// its latency once (sends are eager), two steps and a chunk's transfer before the chunk moves on. An inner node's link carries both children's
-// chunks, so one tree moves 2 * bytes per phase through it; with two trees each rank is inner in
-// only one, on half the buffer. atoll-sim (perf/sim) found both terms missing: a 128-GPU tree on
-// 50 GB/s links with 128 KiB chunks runs at a fifth of the ring's busbw, which the old bandwidth
-// term alone priced close to the ring.
+// two steps per chunk in each phase (one per child), each paying the step overhead. The first
+// chunk climbs (and descends) every level, paying its latency once (sends are eager) and two chunk
+// transfers: the inner node's one port takes both children's. After it, an inner node's port
+// moves two chunks per chunk, so one tree moves 2 * bytes per phase through it; with two trees
+// each rank is inner in only one, on half the buffer. atoll-sim (perf/sim) found these terms
+// missing: a 128-GPU tree on 50 GB/s links with 128 KiB chunks runs at a fifth of the ring's
+// busbw, which a bandwidth term alone priced close to the ring.
 double treeAllReduce(const SelectInput& in, const Costs& c) {
   const int crossDepth = c.multi ? ceilLog2(in.nIslands) : 0;
   const int intraDepth = c.multi ? ceilLog2(in.maxIslandSize) : ceilLog2(in.nranks);
@@ -114,14 +150,24 @@ double treeAllReduce(const SelectInput& in, const Costs& c) {
       in.chunkBytes > 0 ? std::max(1.0, std::ceil(s / trees / static_cast<double>(in.chunkBytes))) : 1.0;
   const double o = in.stepOverheadUs;
   const double chunk = std::min(s / trees, chunks > 1 ? static_cast<double>(in.chunkBytes) : s);
-  const double chunkUs = chunk * c.bFlat();
+  // Every island boundary has at most two tree edges each way, so the crossing chunks have the
+  // island's uplink as the ring's lone crossing flow has it.
+  const double bTree = c.multi ? c.bRing : c.bIntra;
+  const double chunkUs = chunk * bTree;
   // The lowest levels join ranks of one host: edges at distances up to a quarter of a host's ranks
   // stay in it, while half of those at half its ranks leave it (the in-order tree's positions are
   // one off the ranks), and a level costs its slowest edge.
   const int hostDepth = std::max(0, hostLevels(in, intraDepth + 1) - 1);
-  return 2 * (crossDepth * (c.aInter + o + chunkUs) + (intraDepth - hostDepth) * (c.aIntra + o + chunkUs) +
-              hostDepth * (c.aHost + o + chunk * c.bHost)) +
-         4 * (chunks - 1) * o + 4.0 / trees * in.treeBwPenalty * s * c.bFlat();
+  // A level passes a chunk on once both children's have come in through the one port: two
+  // transfers per level (atoll-sim: with one, the tree was priced 7-19% under its simulated time
+  // from 256 KiB to 4 MiB).
+  const double fill = 2 * (crossDepth * (c.aInter + o + 2 * chunkUs) +
+                           (intraDepth - hostDepth) * (c.aIntra + o + 2 * chunkUs) +
+                           hostDepth * (c.aHost + o + 2 * chunk * c.bHost));
+  // Per pipeline step, an inner node's port takes its two children's chunks; where a host has few
+  // ranks per NIC, the edges of both trees that leave it through one NIC can add up to more.
+  const double portUs = std::max(2 * bTree, in.treeNicLoad * c.bIntra);
+  return fill + 4 * (chunks - 1) * o + 2.0 / trees * in.treeBwPenalty * s * portUs;
 }
 
 // Every send and receive is posted at once: per-peer software overhead adds up, latency does not.
@@ -138,9 +184,15 @@ double hierarchicalAllReduce(const SelectInput& in, const Costs& c) {
   const double intra = 2 * (m - 1) * ringStepUs(in, c, in.maxIslandSize, 1) + 2 * (m - 1) / m * s * c.bIntra;
   const double shard = s / std::max(1, in.minIslandSize);
   // The minIslandSize ranks holding shards cross at once and share their hosts' uplinks.
-  const double bCross = c.bInter * std::min(in.interSharers, static_cast<double>(std::max(1, in.minIslandSize)));
-  double inter = 2 * (islands - 1) * (c.aInter + shard / islands * bCross);
-  if (isPow2(in.nIslands)) inter = std::min(inter, ceilLog2(in.nIslands) * (c.aInter + shard * bCross));
+  const double sharers = std::min(in.interSharers, static_cast<double>(std::max(1, in.minIslandSize)));
+  // Between Dragonfly+ groups the log-depth exchange has all of a group's islands on one link.
+  const double bRingCross = std::max(c.bGroup, c.bInter * c.ringGlobal) * sharers;
+  double inter = 2 * (islands - 1) * (c.aInter + shard / islands * bRingCross);
+  if (isPow2(in.nIslands)) {
+    const Crossing x = crossingSteps(in, ceilLog2(in.nIslands));
+    inter = std::min(inter, x.global * (c.aInter + shard * c.bGlobal * sharers) +
+                                x.group * (c.aGroup + shard * c.bGroup * sharers));
+  }
   return intra + inter;
 }
 
@@ -201,6 +253,25 @@ double hierChainLike(const SelectInput& in, const Costs& c) {
 }
 
 }  // namespace
+
+double treeNicChunks(int n, int trees, int nicRanks, int hostRanks) {
+  if (n < 3) return 0;
+  hostRanks = std::max(1, hostRanks);
+  nicRanks = std::clamp(nicRanks, 1, hostRanks);
+  const int nicsPerHost = (hostRanks + nicRanks - 1) / nicRanks;
+  auto nicOf = [&](int r) { return static_cast<size_t>((r / hostRanks) * nicsPerHost + (r % hostRanks) / nicRanks); };
+  const size_t nics = nicOf(n - 1) + 1;
+  std::vector<int> in(nics), out(nics);
+  int most = 0;
+  for (int t = 0; t < trees; ++t) {
+    for (int r = 0; r < n; ++r) {
+      const int p = algo::treeNode(r, n, t).parent;
+      if (p < 0 || p / hostRanks == r / hostRanks) continue;
+      most = std::max({most, ++out[nicOf(r)], ++in[nicOf(p)]});
+    }
+  }
+  return most;
+}
 
 ModelParams modelParams() {
   using params::Id;

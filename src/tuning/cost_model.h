@@ -69,6 +69,18 @@ struct SelectInput {
   int hostRanks = 1;
   double hostBwGBs = 0;
   double hostLatUs = 0;
+  // Dragonfly+ groups the ranks span (contiguous, equal), 1 otherwise. The inter-island figures are
+  // then the global level's per-host share, split over direct links to every other group: where
+  // every group sends to one other group at once (recursive doubling's and halving's crossing
+  // steps, hierarchical's ring of islands), it gets 1/(groups-1) of its global bandwidth (minimal
+  // routing, as atoll-sim's network has it). Islands of one group meet at the group link.
+  int groups = 1;
+  double groupBwGBs = 0;
+  double groupLatUs = 0;
+  // Where islands span hosts: the most tree edges that leave their host through one NIC in one
+  // direction, over the trees together (treeNicChunks); each moves a chunk per pipeline step. 0:
+  // not counted (an inner node's two children's chunks then set the pace).
+  double treeNicLoad = 0;
   double treeBwPenalty = 1;
   double rhdBwPenalty = 1;
   double rdBwPenalty = 1;
@@ -86,6 +98,10 @@ struct SelectInput {
 bool applicable(algo::Algo a, const SelectInput& in);
 /// Whether the collective has a hierarchical schedule (src/algorithms/hier_*.cc).
 bool hasHierarchical(algo::Coll c);
+
+/// The double binary tree's busiest NIC (SelectInput::treeNicLoad): ranks in blocks of hostRanks per
+/// host, nicRanks of them per NIC, `trees` trees over n ranks. O(n log n); once per communicator.
+double treeNicChunks(int n, int trees, int nicRanks, int hostRanks);
 
 /// Estimated time in microseconds; +infinity where not applicable.
 double estimateUs(algo::Algo a, const SelectInput& in);

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "algorithms/tree_shape.h"
 #include "base/debug.h"
 #include "base/params.h"
 #include "tuning/tuner_plugin.h"
@@ -88,11 +89,18 @@ Result<Selector> Selector::create(int nranks, const topo::IslandMap* islands, co
   in.hostRanks = std::max(1, fabric.hostRanks);
   in.hostBwGBs = fabric.host.bwGBs;
   in.hostLatUs = fabric.host.latUs;
+  in.groups = std::max(1, fabric.groups);
+  in.groupBwGBs = fabric.group.bwGBs;
+  in.groupLatUs = fabric.group.latUs;
   in.treeBwPenalty = fabric.model.treeBwPenalty;
   in.rhdBwPenalty = fabric.model.rhdBwPenalty;
   in.rdBwPenalty = fabric.model.rdBwPenalty;
   in.maxChannels = std::max(1, maxChannels);
   in.chunkBytes = static_cast<size_t>(params::getInt(params::Id::ChunkBytes));
+  // Links inside islands are NICs where islands span hosts.
+  if (in.islandHosts > 1)
+    in.treeNicLoad = treeNicChunks(nranks, algo::treeCount(nranks, in.maxChannels),
+                                   static_cast<int>(std::lround(in.intraSharers)), in.hostRanks);
   s.filter_ = envAlgoFilter();
   // Only Simple exists here, and parseProtoSpec keeps it allowed: read for its warnings, and
   // every Choice says Simple (the cost model prices what the engine does, which is Simple).
@@ -208,6 +216,11 @@ std::string Selector::table(Coll c, size_t bytes) const {
            algo::collName(c), bytes, base_.nranks, base_.nIslands, base_.minIslandSize, base_.maxIslandSize,
            base_.maxChannels, base_.interSharers, base_.islandHosts);
   out += line;
+  if (base_.groups > 1) {
+    snprintf(line, sizeof(line), "  %d Dragonfly+ groups, one direct link between each pair; %.1f GB/s per host inside a group\n",
+             base_.groups, base_.groupBwGBs);
+    out += line;
+  }
   for (int i = 0; i < algo::kNumAlgos; ++i) {
     const auto a = static_cast<Algo>(i);
     const bool chosen = a == ev.choice.algo;

@@ -25,6 +25,8 @@ struct FabricParams {
   int islandHosts = 1;      // see SelectInput::islandHosts
   int hostRanks = 1;        // see SelectInput::hostRanks
   LinkParams host;          // see SelectInput::hostBwGBs, hostLatUs
+  int groups = 1;           // see SelectInput::groups
+  LinkParams group;         // see SelectInput::groupBwGBs, groupLatUs
   ModelParams model;
   /// Shared memory inside islands and TCP between them, with the registry's current numbers.
   static FabricParams defaults();

@@ -62,6 +62,30 @@ void expectPickWithinTenPercent(const atl::topo::ClusterSpec& spec, int channels
   }
 }
 
+// The cost model's estimate of one algorithm against its simulated time, within `tolerance`.
+void expectModelWithin(const atl::topo::ClusterSpec& spec, int channels, algo::Algo a, size_t bytes, double tolerance) {
+  if (kSanitized) GTEST_SKIP() << "hundreds of simulated ranks: release builds only";
+  World w(spec, channels);
+  const tuning::Selector sel = selectorFor(w, channels);
+  tuning::SelectInput in = sel.input();
+  in.bytes = bytes;
+  const double model = tuning::estimateUs(a, in);
+  const atl::sim::Point p = atl::sim::simulateCollective(w.setup, algo::Coll::AllReduce, a, bytes);
+  ASSERT_TRUE(p.simulated && p.result.complete) << p.skipped;
+  EXPECT_NEAR(model / p.result.timeUs, 1.0, tolerance)
+      << algo::algoName(a) << " at " << bytes << " B: model " << model << " us, simulated " << p.result.timeUs << " us";
+}
+
+// 64 hosts x 8 GPUs, 8 islands in 4 Dragonfly+ groups.
+atl::topo::ClusterSpec dragonfly() {
+  atl::topo::ClusterSpec s;  // the group level's 2:1 and the global level's 4:1 are the defaults
+  s.nodes = 64;
+  s.nodesPerLeaf = 4;
+  s.leavesPerIsland = 2;
+  s.islandsPerGroup = 2;
+  return s;
+}
+
 }  // namespace
 
 TEST(SimSanity, SelectorPicksWithinTenPercentOfTheBestOnOneIsland) {
@@ -100,3 +124,23 @@ TEST(SimSanity, HierarchicalBeatsTheFlatRingAt32kGpus) {
               ring.result.timeUs, hier.result.timeUs, ring.result.timeUs / hier.result.timeUs,
               ring.genSeconds + ring.simSeconds, hier.genSeconds + hier.simSeconds);
 }
+
+// Halving/doubling's first steps send every group's traffic to one other group, over one direct
+// link: the model used to price them on the whole global bandwidth, 2.5x under the simulated time
+// at 16 MiB.
+TEST(SimSanity, TheModelPricesHalvingDoublingOnDragonflyWithinTenPercent) {
+  expectModelWithin(dragonfly(), 1, algo::Algo::RecursiveHalvingDoubling, size_t{16} << 20, 0.10);
+}
+
+// A tree level passes a chunk on after both children's: with one transfer per level the model was
+// 14% under the simulated tree at 1 MiB on 128 hosts in 8 islands.
+TEST(SimSanity, TheModelPricesTheTreeWithinTenPercent) {
+  atl::topo::ClusterSpec s;
+  s.nodes = 128;
+  s.nodesPerLeaf = 16;
+  s.leavesPerIsland = 1;
+  s.globalOversub = 4;
+  expectModelWithin(s, 1, algo::Algo::Tree, size_t{1} << 20, 0.10);
+}
+
+TEST(SimSanity, SelectorPicksWithinTenPercentOfTheBestOnDragonfly) { expectPickWithinTenPercent(dragonfly(), 1); }

@@ -558,6 +558,23 @@ TEST(TopologySynthetic, DragonflyPlus) {
   EXPECT_DOUBLE_EQ(c->levels.interLatUs, spec.globalLatUs);
   EXPECT_DOUBLE_EQ(c->levels.interBwGBs, 4 * 400.0 / 8 / 4);
   EXPECT_DOUBLE_EQ(c->levels.intraLatUs, spec.islandLatUs);
+  // The cost model's Dragonfly+ figures: two groups, joined inside by the group level.
+  EXPECT_EQ(c->levels.groups, 2);
+  EXPECT_DOUBLE_EQ(c->levels.groupBwGBs, 4 * 400.0 / 8 / 2);
+  EXPECT_DOUBLE_EQ(c->levels.groupLatUs, spec.groupLatUs);
+  // One group spans no global links: the group level is the inter-island level itself.
+  topo::ClusterSpec one = spec;
+  one.nodes = 16;
+  auto oneGroup = topo::syntheticCluster(one);
+  ASSERT_TRUE(oneGroup.ok());
+  EXPECT_EQ(oneGroup->levels.groups, 1);
+  EXPECT_DOUBLE_EQ(oneGroup->levels.interBwGBs, 4 * 400.0 / 8 / 2);
+  // A fat tree has no groups.
+  topo::ClusterSpec fat = spec;
+  fat.islandsPerGroup = 0;
+  auto fatTree = topo::syntheticCluster(fat);
+  ASSERT_TRUE(fatTree.ok());
+  EXPECT_EQ(fatTree->levels.groups, 1);
 
   // The same shape as a graph (small): within an island NET over the spine at island latency,
   // across groups over two spines at the global latency.

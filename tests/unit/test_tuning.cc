@@ -313,6 +313,92 @@ TEST(CostModel, HopsInsideHostsCostTheHostsLatency) {
   EXPECT_NEAR(estimateUs(Algo::Tree, in) - estimateUs(Algo::Tree, hosts), 2 * 2 * (2 - 0.5), 1e-9);
 }
 
+TEST(CostModel, DragonflyGroupsExchangeOverOneDirectLinkEach) {
+  // 8 islands of 64 ranks (8 hosts x 8) in 4 Dragonfly+ groups: 50 GB/s of global bandwidth per
+  // host, split over direct links to the 3 other groups; 100 GB/s per host between islands of a
+  // group. Latency-free, so only the bandwidth terms differ.
+  SelectInput flat = allReduceInput(8, 64, size_t{16} << 20);
+  flat.stepOverheadUs = flat.intraLatUs = flat.interLatUs = flat.hostLatUs = 0;
+  flat.intraBwGBs = 50;
+  flat.interBwGBs = 50;
+  flat.interSharers = 8;
+  flat.islandHosts = 8;
+  flat.rdBwPenalty = flat.rhdBwPenalty = 1;
+  SelectInput df = flat;
+  df.groups = 4;
+  df.groupBwGBs = 100;
+  df.groupLatUs = 0;
+  const double s = static_cast<double>(flat.bytes), perByte = 8 / 50e3;  // a rank's share of 50 GB/s
+  // Halving/doubling's first two steps (distances 256 and 128) cross between groups, each group
+  // sending to one other over a third of its global bandwidth; the third crosses inside groups.
+  EXPECT_NEAR(estimateUs(Algo::RecursiveHalvingDoubling, df) - estimateUs(Algo::RecursiveHalvingDoubling, flat),
+              2 * s * perByte * (0.75 * 3 + 0.125 / 2 - 0.875), 1e-6);
+  EXPECT_NEAR(estimateUs(Algo::RecursiveDoubling, df) - estimateUs(Algo::RecursiveDoubling, flat),
+              s * perByte * (2 * 3 + 0.5 - 3), 1e-6);
+  // Hierarchical's ring of islands puts one island per group on the next group's link: 8 hosts on
+  // a link of 16 * 50 / 3 GB/s, 1.5 times a host's global share.
+  const double shard = s / 64;
+  EXPECT_NEAR(estimateUs(Algo::Hierarchical, df) - estimateUs(Algo::Hierarchical, flat),
+              2 * 7 * shard / 8 * perByte * (1.5 - 1), 1e-6);
+  // The ring's lone crossing flow is NIC-bound either way; the tree's edges cross one at a time.
+  EXPECT_DOUBLE_EQ(estimateUs(Algo::Ring, df), estimateUs(Algo::Ring, flat));
+  EXPECT_DOUBLE_EQ(estimateUs(Algo::Tree, df), estimateUs(Algo::Tree, flat));
+  // Two groups have one link between them: all of their global bandwidth.
+  SelectInput two = df;
+  two.groups = 2;
+  EXPECT_NEAR(estimateUs(Algo::RecursiveDoubling, two) - estimateUs(Algo::RecursiveDoubling, flat),
+              s * perByte * (1 + 2 * 0.5 - 3), 1e-6);
+}
+
+TEST(CostModel, TreeNicLoadCountsBothTreesEdgesOutOfAHost) {
+  // 4 hosts of 2 ranks, one NIC each (validate.sh's cluster): with both trees, host 1 (ranks 2, 3)
+  // takes tree 0's edges from ranks 1 and 5 and tree 1's from rank 1, and sends three.
+  EXPECT_EQ(treeNicChunks(8, 2, 2, 2), 3);
+  EXPECT_EQ(treeNicChunks(8, 1, 2, 2), 2);
+  // A rank per host, or 8 per host on 4 rails: an inner node's two children at most.
+  EXPECT_EQ(treeNicChunks(16, 2, 1, 1), 2);
+  EXPECT_EQ(treeNicChunks(1024, 2, 2, 8), 2);
+  EXPECT_EQ(treeNicChunks(2, 1, 1, 1), 0);
+  // The selector counts it only where islands span hosts, whose links are NICs.
+  FabricParams f = FabricParams::defaults();
+  f.islandHosts = 2;
+  f.hostRanks = 2;
+  f.intraSharers = 2;
+  topo::IslandMap m = islands(2, 4);
+  Result<Selector> spanning = Selector::create(8, &m, f, 2);
+  ASSERT_TRUE(spanning.ok());
+  EXPECT_EQ(spanning->input().treeNicLoad, 3);
+  f.islandHosts = 1;
+  Result<Selector> onHosts = Selector::create(8, &m, f, 2);
+  ASSERT_TRUE(onHosts.ok());
+  EXPECT_EQ(onHosts->input().treeNicLoad, 0);
+  // Three chunks through the NIC instead of two: the pipelined term grows by half.
+  SelectInput in = spanning->input();
+  in.coll = Coll::AllReduce;
+  in.bytes = size_t{64} << 20;
+  in.stepOverheadUs = in.intraLatUs = in.interLatUs = in.hostLatUs = 0;
+  in.intraBwGBs = 0.125;
+  in.interBwGBs = 0.0625;
+  in.treeBwPenalty = 1;
+  SelectInput two = in;
+  two.treeNicLoad = 2;
+  const double s = static_cast<double>(in.bytes);
+  EXPECT_NEAR(estimateUs(Algo::Tree, in) - estimateUs(Algo::Tree, two), 2.0 / 2 * s * (3 - 2) / 125.0, 1e-6);
+}
+
+TEST(CostModel, ATreeLevelWaitsForBothChildrensChunks) {
+  // One island of 16 ranks, one tree, one chunk: each of the 4 levels moves two chunks up and two
+  // down, then the pipelined term (an inner node's port takes both children's chunks per phase).
+  SelectInput in = allReduceInput(1, 16, size_t{1} << 20);
+  in.maxChannels = 1;
+  in.chunkBytes = 0;
+  in.stepOverheadUs = in.intraLatUs = 0;
+  in.intraBwGBs = 1;  // 1e3 bytes per us
+  in.treeBwPenalty = 1;
+  const double s = static_cast<double>(in.bytes) / 1e3;
+  EXPECT_NEAR(estimateUs(Algo::Tree, in), 2 * 4 * 2 * s + 4 * s, 1e-6);
+}
+
 TEST(LinkChoice, AFabricFilePricesIslandsThatSpanHostsByItsOwnLevels) {
   // validate.sh's emulated cluster: hosts h0-h3 with 2 ranks each, islands {h0,h1} and {h2,h3},
   // 1 Gbit/s per host inside islands, a 2:1 core between them.
@@ -346,6 +432,15 @@ TEST(LinkChoice, AFabricFilePricesIslandsThatSpanHostsByItsOwnLevels) {
   // Measured there: the ring 1.35-1.47x faster than hierarchical at 4-32 MiB.
   for (size_t bytes : {size_t{4} << 20, size_t{32} << 20})
     EXPECT_EQ(sel->choose(Coll::AllReduce, bytes).algo, Algo::Ring) << sel->table(Coll::AllReduce, bytes);
+  EXPECT_EQ(sel->input().treeNicLoad, 3);  // both trees' edges out of a 2-rank host
+  // A fabric whose islands sit in different Dragonfly+ groups hands its groups to the model.
+  placement.levels.groups = 2;
+  placement.levels.groupBwGBs = 0.1;
+  placement.levels.groupLatUs = 30;
+  const LinkChoice g = chooseLinks(ranks, placement);
+  EXPECT_EQ(g.fabric.groups, 2);
+  EXPECT_DOUBLE_EQ(g.fabric.group.bwGBs, 0.1);
+  EXPECT_DOUBLE_EQ(g.fabric.group.latUs, 30);
 }
 
 TEST(Selector, OtherCollectivesAcrossIslands) {
