@@ -145,7 +145,7 @@ double treeAllReduce(const SelectInput& in, const Costs& c) {
   const int crossDepth = c.multi ? ceilLog2(in.nIslands) : 0;
   const int intraDepth = c.multi ? ceilLog2(in.maxIslandSize) : ceilLog2(in.nranks);
   const double s = static_cast<double>(in.bytes);
-  const int trees = in.nranks > 2 && in.maxChannels >= 2 ? 2 : 1;
+  const int trees = algo::treeCount(in.nranks, in.maxChannels);
   const double chunks =
       in.chunkBytes > 0 ? std::max(1.0, std::ceil(s / trees / static_cast<double>(in.chunkBytes))) : 1.0;
   const double o = in.stepOverheadUs;
