@@ -74,13 +74,17 @@ Status connectFor(std::span<ncclComm* const> comms, std::span<engine::CommQueue>
   bool missing = false;
   for (size_t i = 0; i < comms.size(); ++i) {
     needed[i].clear();
+    const engine::ConnTable& table = comms[i]->links.table;
     for (engine::Plan* plan : queues[i].plans) {
       if (!plan->linksKnown) {
         plan->links = scheduleLinks(plan->schedule);
         plan->linksKnown = true;
       }
+      if (plan->linksPresentAt == table.generation()) continue;  // a cached plan, nothing changed since
+      bool present = true;
       for (const engine::LinkKey& k : plan->links)
-        if (!comms[i]->links.table.has(k)) needed[i].push_back(k), missing = true;
+        if (!table.has(k)) needed[i].push_back(k), missing = true, present = false;
+      if (present) plan->linksPresentAt = table.generation();
     }
   }
   if (!missing) return Status::Ok();

@@ -51,7 +51,6 @@ PlanKey collectiveKey(const OpDesc& op) {
   spec.nchannels = comm->links.nchannels;
   spec.chunkElems = std::max<size_t>(1, static_cast<size_t>(params::getInt(params::Id::ChunkBytes)) / esz);
   spec.inPlace = isInPlace(op, comm->rank, esz) && !isPreMulSum(op);
-  spec.islands = comm->topology.islands;
   // The algorithm is not part of the key: it follows from the rest, and choosing it (the cost
   // model) is left to plan-cache misses (buildCollectivePlan).
   return key;
@@ -74,6 +73,7 @@ Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op, cons
   plan->buffers = {nullptr, nullptr, nullptr};
   bindBuffers(*plan, op);
   algo::CollSpec spec = key.spec;
+  spec.islands = comm->topology.islands;  // not in the key (plan_cache.h)
   if (comm->topology.selector) {
     // The selector's bytes: what moves per rank (the whole output for all-gather, the whole input
     // for reduce-scatter).

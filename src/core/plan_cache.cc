@@ -24,13 +24,18 @@ size_t PlanKeyHash::operator()(const PlanKey& k) const {
 }
 
 engine::Plan* PlanCache::acquire(const PlanKey& key) {
-  auto it = entries_.find(key);
-  if (it == entries_.end() || it->second.taken) {
+  Entry* found = recent_ != nullptr && *recent_->key == key ? recent_ : nullptr;
+  if (found == nullptr) {
+    auto it = entries_.find(key);
+    if (it != entries_.end()) found = &it->second;
+  }
+  if (found == nullptr || found->taken) {
     ++stats_.misses;
     return nullptr;
   }
   ++stats_.hits;
-  Entry& e = it->second;
+  Entry& e = *found;
+  recent_ = &e;
   taken_.splice(taken_.end(), lru_, e.pos);  // out of the eviction order until releaseAll()
   e.taken = true;
   return e.plan.get();
@@ -41,6 +46,7 @@ engine::Plan* PlanCache::insert(const PlanKey& key, std::unique_ptr<engine::Plan
   // A lowered capacity (ATOLL_PLAN_CACHE_SIZE reloaded) shrinks the cache here, one insert at a time.
   while (entries_.size() >= capacity && !lru_.empty()) {
     auto victim = entries_.find(*lru_.back()->key);  // erased by iterator: the key lives in the node
+    if (&victim->second == recent_) recent_ = nullptr;
     lru_.pop_back();
     entries_.erase(victim);
     ++stats_.evictions;
@@ -52,6 +58,7 @@ engine::Plan* PlanCache::insert(const PlanKey& key, std::unique_ptr<engine::Plan
   e.key = &it->first;
   e.taken = true;
   e.pos = taken_.insert(taken_.end(), &e);
+  recent_ = &e;
   return e.plan.get();
 }
 
@@ -65,6 +72,7 @@ void PlanCache::releaseAll() {
 }
 
 void PlanCache::clear() {
+  recent_ = nullptr;
   lru_.clear();
   taken_.clear();
   entries_.clear();

@@ -20,7 +20,10 @@ namespace atl {
 
 /// Everything a collective's plan depends on except the buffer addresses, which are rebound per call.
 struct PlanKey {
-  algo::CollSpec spec;  // spec.rank and spec.nranks are the communicator's, so they never differ
+  // spec.rank, spec.nranks and spec.islands are the communicator's, so they never differ within
+  // one cache; islands stays null here (copying the shared pointer on every call costs two atomic
+  // read-modify-writes) and is filled in when a plan is built.
+  algo::CollSpec spec;
   ncclDataType_t dtype = ncclInt8;
   ncclRedOp_t op = ncclSum;
   bool operator==(const PlanKey& o) const;
@@ -71,6 +74,8 @@ class PlanCache {
   // The entries the running batch took, in the order it took them. Nodes move between the two
   // lists by splice, so a cache hit allocates nothing.
   std::list<Entry*> taken_;
+  // The entry acquired or inserted last: a job repeating one call finds it without hashing.
+  Entry* recent_ = nullptr;
   Stats stats_;
 };
 

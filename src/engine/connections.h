@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -30,7 +31,10 @@ struct LinkKey {
 
 class ConnTable {
  public:
-  void set(LinkKey k, std::unique_ptr<transport::Connection> c) { links_[pack(k)] = std::move(c); }
+  void set(LinkKey k, std::unique_ptr<transport::Connection> c) {
+    links_[pack(k)] = std::move(c);
+    generation_ = nextGeneration();
+  }
   transport::Connection* get(int channel, int peer) const {
     auto it = links_.find(pack({channel, peer}));
     return it == links_.end() ? nullptr : it->second.get();
@@ -41,11 +45,20 @@ class ConnTable {
     if (it == links_.end()) return nullptr;
     std::unique_ptr<transport::Connection> c = std::move(it->second);
     links_.erase(it);
+    generation_ = nextGeneration();
     return c;
   }
   bool has(LinkKey k) const { return links_.count(pack(k)) != 0; }
   size_t size() const { return links_.size(); }
-  void clear() { links_.clear(); }
+  void clear() {
+    links_.clear();
+    generation_ = nextGeneration();
+  }
+  /// Changes whenever a link is added or removed, to a value no other table ever had: a plan that
+  /// found all its links at one generation needs no lookups while it stays the same (core/group.cc),
+  /// and a lookup remembered with it stays valid (engine/executor.cc), even for a table made later
+  /// at a freed table's address.
+  uint64_t generation() const { return generation_; }
   /// The peers this rank has a link to on any channel, in rank order.
   std::vector<int> peers() const {
     std::vector<int> out;
@@ -76,6 +89,11 @@ class ConnTable {
   }
   static LinkKey unpack(uint64_t v) { return {static_cast<int>(v >> 32), static_cast<int>(v & 0xffffffffu)}; }
   std::unordered_map<uint64_t, std::unique_ptr<transport::Connection>> links_;
+  static uint64_t nextGeneration() {
+    static std::atomic<uint64_t> last{0};
+    return last.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  uint64_t generation_ = nextGeneration();
 };
 
 }  // namespace atl::engine

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -130,9 +131,9 @@ class PlanRun {
     const algo::Step& st = ps.program->steps[ps.step];
     ps.sendConn = ps.recvConn = nullptr;
     if (st.kind != algo::StepKind::Transfer) return Status::Ok();
-    if (st.sendPeer >= 0 && !(ps.sendConn = conns_->get(ps.program->channel, st.sendPeer)))
+    if (st.sendPeer >= 0 && !(ps.sendConn = lookup(ps.program->channel, st.sendPeer)))
       return ATOLL_ERROR(ncclInternalError, "%s: no connection to rank %d on channel %d", plan_->what.c_str(), st.sendPeer, ps.program->channel);
-    if (st.recvPeer >= 0 && !(ps.recvConn = conns_->get(ps.program->channel, st.recvPeer)))
+    if (st.recvPeer >= 0 && !(ps.recvConn = lookup(ps.program->channel, st.recvPeer)))
       return ATOLL_ERROR(ncclInternalError, "%s: no connection to rank %d on channel %d", plan_->what.c_str(), st.recvPeer, ps.program->channel);
     return Status::Ok();
   }
@@ -253,6 +254,17 @@ class PlanRun {
     return Status::Ok();
   }
 
+  /// The link to `peer` on `channel`. A hash lookup costs as much as a small message's step, and
+  /// a thread runs the same few links call after call, so the last few answers are remembered
+  /// with the table's generation (unique to one table and its content, connections.h).
+  transport::Connection* lookup(int channel, int peer) {
+    LinkMemo& m = links_[static_cast<unsigned>(peer * 3 + channel) % links_.size()];
+    const uint64_t generation = conns_->generation();
+    if (m.generation != generation || m.channel != channel || m.peer != peer)
+      m = {generation, channel, peer, conns_->get(channel, peer)};
+    return m.conn;
+  }
+
   /// Passes a link call's result through, remembering the peer when it failed.
   template <class T>
   Result<T> onLink(int peer, Result<T> r) {
@@ -267,6 +279,12 @@ class PlanRun {
   Plan* plan_ = nullptr;
   const ConnTable* conns_ = nullptr;
   std::vector<ProgramState> states_;
+  struct LinkMemo {
+    uint64_t generation = 0;  // 0: empty (generations start at 1)
+    int channel = -1, peer = -1;
+    transport::Connection* conn = nullptr;
+  };
+  std::array<LinkMemo, 8> links_{};
   bool finished_ = false;
   int failedPeer_ = -1;
 };

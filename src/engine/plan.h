@@ -34,6 +34,7 @@ struct Plan {
   int nchannels = 0;                          // distinct channels of this rank's programs
   std::vector<LinkKey> links;                 // what the schedule uses (core/connect.h), once known
   bool linksKnown = false;
+  uint64_t linksPresentAt = 0;                // the ConnTable generation at which all of them existed
 };
 
 }  // namespace atl::engine

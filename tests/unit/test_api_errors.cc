@@ -270,6 +270,9 @@ TEST_F(ApiErrors, NullComm) {
 TEST_F(ApiErrors, UseAfterDestroy) {
   ncclComm_t c = nullptr;
   ASSERT_NCCL_OK(ncclCommInitAll(&c, 1, nullptr));
+  // A call first, so this thread remembers the communicator as live (core/comm_registry.cc):
+  // the destroy must void that.
+  ASSERT_NCCL_OK(ncclAllReduce(a_, b_, 1, ncclFloat, ncclSum, c, nullptr));
   ASSERT_NCCL_OK(ncclCommDestroy(c));
   EXPECT_NCCL_ERR(ncclInvalidArgument, c, ncclAllReduce(a_, b_, 1, ncclFloat, ncclSum, c, nullptr));
   EXPECT_NCCL_ERR(ncclInvalidArgument, c, ncclBroadcast(a_, b_, 1, ncclFloat, 0, c, nullptr));

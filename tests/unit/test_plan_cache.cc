@@ -58,6 +58,24 @@ TEST(PlanCache, HitMakesMostRecentAndFullCacheEvictsLeastRecent) {
   EXPECT_EQ(cache.stats().evictions, 1u);
 }
 
+// The entry found last is looked at before the map (PlanCache::recent_): it must be forgotten
+// with the entry (ASan reports the dangling pointer otherwise) and never hand out a taken plan.
+TEST(PlanCache, TheLastFoundPlanIsForgottenWhenEvictedOrCleared) {
+  PlanCache cache;
+  ASSERT_TRUE(runOne(cache, 1, 1));
+  EXPECT_TRUE(cached(cache, 1));
+  ASSERT_TRUE(runOne(cache, 2, 1));  // evicts 1, the last found
+  EXPECT_FALSE(cached(cache, 1));
+  EXPECT_TRUE(cached(cache, 2));
+  EXPECT_EQ(cache.stats().evictions, 1u);
+  cache.clear();
+  EXPECT_FALSE(cached(cache, 2));
+  ASSERT_TRUE(runOne(cache, 3, 4));
+  ASSERT_NE(cache.acquire(key(3)), nullptr);
+  EXPECT_EQ(cache.acquire(key(3)), nullptr);  // taken by this batch already
+  cache.releaseAll();
+}
+
 TEST(PlanCache, HitAndMissCounts) {
   PlanCache cache;
   for (int round = 0; round < 3; ++round)

@@ -325,20 +325,13 @@ TEST_P(TransportTest, ConsumingNothingBeforeDataArrivesKeepsTheStream) {
   EXPECT_EQ(runPumps({&p}, 20000), "");
 }
 
-TEST_P(TransportTest, StreamUnpaddedSizesSenderAndReceiverThreads) {
-  World w = world(2, 256 << 10);
-  Conns c = connectAll(w, 1);
-  ASSERT_TRUE(c[0][1][0] && c[1][0][0]);
-  // Sender and receiver in different threads; odd sizes; the total is whole words so all arrives.
-  Pump p;
-  p.padded = false;
-  p.total = 32ull << 20;
-  p.maxSend = 100000;
-  p.maxConsume = 77777;
+// Sender and receiver in different threads, so the receiver reads while the sender writes; the
+// total is whole words so all arrives.
+void streamBetweenThreads(Connection* tx, Connection* rx, Pump p) {
   std::string sendErr, recvErr;
   std::thread sender([&] {
     Pump s = p;
-    s.tx = c[0][1][0].get();
+    s.tx = tx;
     s.rng.seed(5);
     auto deadline = Clock::now() + std::chrono::seconds(60);
     while (s.sent < s.total && Clock::now() < deadline) {
@@ -352,7 +345,7 @@ TEST_P(TransportTest, StreamUnpaddedSizesSenderAndReceiverThreads) {
     }
   });
   Pump r = p;
-  r.rx = c[1][0][0].get();
+  r.rx = rx;
   r.sent = r.total;  // the checker's view: everything may have been sent
   auto deadline = Clock::now() + std::chrono::seconds(60);
   while (r.received < r.total && Clock::now() < deadline) {
@@ -364,7 +357,10 @@ TEST_P(TransportTest, StreamUnpaddedSizesSenderAndReceiverThreads) {
     if (v->empty()) continue;
     size_t n = std::min(v->size(), r.randomSize(r.maxConsume));
     if (std::memcmp(v->data(), pattern().data() + r.received % kPeriod, std::min(n, kMaxPiece)) != 0) {
-      recvErr = "mismatch at " + std::to_string(r.received);
+      size_t bad = 0;
+      while (v->data()[bad] == pattern()[(r.received + bad) % kPeriod]) ++bad;
+      recvErr = "mismatch at stream offset " + std::to_string(r.received + bad) + " (byte " + std::to_string(bad) +
+                " of a " + std::to_string(v->size()) + "-byte view)";
       break;
     }
     r.rx->consume(n);
@@ -374,6 +370,39 @@ TEST_P(TransportTest, StreamUnpaddedSizesSenderAndReceiverThreads) {
   EXPECT_EQ(sendErr, "");
   EXPECT_EQ(recvErr, "");
   EXPECT_EQ(r.received, r.total);
+}
+
+TEST_P(TransportTest, StreamUnpaddedSizesSenderAndReceiverThreads) {
+  World w = world(2, 256 << 10);
+  Conns c = connectAll(w, 1);
+  ASSERT_TRUE(c[0][1][0] && c[1][0][0]);
+  Pump p;
+  p.padded = false;
+  p.total = 32ull << 20;
+  p.maxSend = 100000;
+  p.maxConsume = 77777;
+  streamBetweenThreads(c[0][1][0].get(), c[1][0][0].get(), p);
+}
+
+// Small messages: shm mirrors them beside the ring's head (RingHeader::inlineWords) and a reader
+// takes them from there. Sizes around the mirror's two lines (40 and 104 bytes), split sends, a
+// reader that lags behind a new window and consumes in odd pieces must all read the stream as sent.
+TEST_P(TransportTest, SmallMessagesBetweenThreadsKeepTheStream) {
+  World w = world(2, 64 << 10);
+  Conns c = connectAll(w, 1);
+  ASSERT_TRUE(c[0][1][0] && c[1][0][0]);
+  for (bool padded : {false, true}) {
+    SCOPED_TRACE(padded ? "padded" : "unpadded");
+    Pump p;
+    p.padded = padded;
+    p.total = 4u << 20;
+    p.maxSend = 130;
+    p.maxConsume = padded ? 48 : 37;
+    streamBetweenThreads(c[0][1][0].get(), c[1][0][0].get(), p);
+    Pump back = p;
+    back.maxConsume = 4096;
+    streamBetweenThreads(c[1][0][0].get(), c[0][1][0].get(), back);
+  }
 }
 
 TEST_P(TransportTest, FullDuplexLargerThanBufferInOneLoop) {

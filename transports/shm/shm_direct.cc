@@ -63,6 +63,7 @@ bool ShmConnection::writeWords(const uint64_t* words, size_t n) {
   }
   // Word by word: the capacity is a multiple of 8, so the ring's end falls only between words.
   for (size_t i = 0; i < n; ++i) std::memcpy(send_.data() + ((sendHead_ + 8 * i) & (cap - 1)), &words[i], 8);
+  mirrorInline(words, 8 * n, sendHead_);
   sendHead_ += 8 * n;
   send_.header()->head.store(sendHead_, std::memory_order_release);
   return true;

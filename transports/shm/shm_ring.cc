@@ -22,7 +22,8 @@ namespace atl::transport::shm {
 namespace {
 
 constexpr uint32_t kReadyMagic = 0x41544c52;  // "ATLR"
-constexpr uint32_t kVersion = 3;  // 2: liveness by record locks, ends tagged with a process token; 3: single copy
+constexpr uint32_t kVersion = 4;  // 2: liveness by record locks, ends tagged with a process token; 3: single copy;
+                                  // 4: small messages mirrored beside the head
 
 size_t pageSize() {
   static const size_t size = static_cast<size_t>(sysconf(_SC_PAGESIZE));

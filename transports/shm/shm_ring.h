@@ -42,8 +42,23 @@ struct RingEnd {
   std::atomic<int32_t> poolProbeFd{-1};
 };
 
+/// Words of the stream the producer mirrors next to `head` (see RingHeader::inlineWords).
+inline constexpr size_t kInlineWords = 13;
+/// How many of their bytes share the cache line of `head` (the rest fill the next line).
+inline constexpr size_t kHeadLineBytes = 40;
+
 struct alignas(64) RingHeader {
   alignas(64) std::atomic<uint64_t> head{0};  // bytes ever written (producer only)
+  // A copy of the latest small messages beside the head, so that a reader polling `head` finds
+  // them in the line it just fetched instead of fetching a ring line too: one cache-line transfer
+  // per small message rather than two (NCCL's LL protocol puts flags in the data for the same
+  // reason). The words hold the stream's bytes [inlineStart, inlineStart + 8 * kInlineWords) up to
+  // `head`. The producer appends in place (the bytes below the old head never change) and bumps
+  // inlineSeq to odd and back to even around starting a window elsewhere (a seqlock), so a reader
+  // whose copy saw one even value throughout has bytes the producer wrote before its head.
+  std::atomic<uint64_t> inlineSeq{0};
+  std::atomic<uint64_t> inlineStart{0};
+  std::atomic<uint64_t> inlineWords[kInlineWords]{};  // the rest of head's line and the next one
   alignas(64) std::atomic<uint64_t> tail{0};  // bytes ever consumed (consumer only)
   alignas(64) std::atomic<uint32_t> ready{0}; // kReadyMagic once the creator filled the header
   uint32_t version = 0;
@@ -59,6 +74,8 @@ struct alignas(64) RingHeader {
   std::atomic<uint64_t> cmaMin{0};
   alignas(64) std::atomic<uint64_t> offersTaken{0};
 };
+static_assert(offsetof(RingHeader, inlineWords) + kHeadLineBytes == 64 && offsetof(RingHeader, tail) == 128,
+              "the mirror must fill the rest of head's line and exactly one more");
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
               "shared-memory atomics must be lock-free to work across processes");
 

@@ -61,6 +61,10 @@ ShmConnection::ShmConnection(int rank, int peer, int channel, std::string peerHo
   offerFloor_ = 0;  // ask until both ends published their thresholds
   sendHead_ = send_.header()->head.load(std::memory_order_relaxed);
   sendTail_ = send_.header()->tail.load(std::memory_order_acquire);
+  inlineStart_ = send_.header()->inlineStart.load(std::memory_order_relaxed);
+  inlineSeq_ = send_.header()->inlineSeq.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < kInlineWords; ++i)
+    inlineShadow_[i] = send_.header()->inlineWords[i].load(std::memory_order_relaxed);
   recvTail_ = recv_.header()->tail.load(std::memory_order_relaxed);
   recvHead_ = recv_.header()->head.load(std::memory_order_acquire);
   (rank_ < peer_ ? send_ : recv_).dropLiveness();
@@ -104,9 +108,54 @@ Result<size_t> ShmConnection::send(const void* data, size_t n) {
   const size_t first = std::min(len, static_cast<size_t>(cap) - off);
   std::memcpy(send_.data() + off, data, first);
   if (first < len) std::memcpy(send_.data(), static_cast<const std::byte*>(data) + first, len - first);
+  mirrorInline(data, len, sendHead_);
   sendHead_ += len;
   send_.header()->head.store(sendHead_, std::memory_order_release);
   return len;
+}
+
+void ShmConnection::mirrorInline(const void* data, size_t n, uint64_t pos) {
+  constexpr uint64_t kCap = 8 * kInlineWords;
+  RingHeader* h = send_.header();
+  // Every byte of the window below the head is mirrored, always: a reader trusts the window for
+  // any range inside it. A message small enough to share head's line is kept there (the second
+  // line is a transfer of its own), so it starts a new window where it begins whenever it would
+  // spill into that line, as any message that fits does once the window is full (a reader still
+  // behind the new start reads the ring). A larger one fills what is left of the window.
+  const uint64_t fill = n <= kHeadLineBytes ? kHeadLineBytes : kCap;
+  if (pos + n > inlineStart_ + fill && n <= kCap) {
+    h->inlineSeq.store(++inlineSeq_, std::memory_order_relaxed);  // odd: the words are changing
+    std::atomic_thread_fence(std::memory_order_release);
+    inlineStart_ = pos;
+    h->inlineStart.store(pos, std::memory_order_relaxed);
+    std::memset(inlineShadow_, 0, sizeof inlineShadow_);
+    std::memcpy(inlineShadow_, data, n);
+    for (size_t w = 0; w < (n + 7) / 8; ++w) h->inlineWords[w].store(inlineShadow_[w], std::memory_order_relaxed);
+    h->inlineSeq.store(++inlineSeq_, std::memory_order_release);
+    return;
+  }
+  // Appending leaves the bytes a reader may be copying as they were, so no sequence bump: a word
+  // shared with earlier bytes is rewritten with those bytes unchanged.
+  if (pos >= inlineStart_ + kCap) return;  // none of it falls in the window
+  const size_t at = static_cast<size_t>(pos - inlineStart_);
+  const size_t take = std::min<size_t>(n, kCap - at);
+  std::memcpy(reinterpret_cast<std::byte*>(inlineShadow_) + at, data, take);
+  for (size_t w = at / 8; w <= (at + take - 1) / 8; ++w)
+    h->inlineWords[w].store(inlineShadow_[w], std::memory_order_relaxed);
+}
+
+std::span<const std::byte> ShmConnection::peekInline(uint64_t end) {
+  constexpr uint64_t kCap = 8 * kInlineWords;
+  RingHeader* h = recv_.header();
+  const uint64_t seq = h->inlineSeq.load(std::memory_order_acquire);
+  const uint64_t start = h->inlineStart.load(std::memory_order_relaxed);
+  if ((seq & 1) != 0 || recvTail_ < start || end > start + kCap) return {};
+  const size_t at = static_cast<size_t>(recvTail_ - start), n = static_cast<size_t>(end - recvTail_);
+  const size_t first = at / 8, last = (at + n - 1) / 8;
+  for (size_t w = first; w <= last; ++w) inlineCopy_[w] = h->inlineWords[w].load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (h->inlineSeq.load(std::memory_order_relaxed) != seq) return {};  // a new window began meanwhile
+  return std::span<const std::byte>(reinterpret_cast<const std::byte*>(inlineCopy_) + at, n);
 }
 
 Result<std::span<const std::byte>> ShmConnection::peek() {
@@ -123,6 +172,10 @@ Result<std::span<const std::byte>> ShmConnection::peek() {
     }
   }
   recvIdle_ = 0;
+  if ((recvHead_ & ~uint64_t{7}) - recvTail_ <= 8 * kInlineWords) {
+    std::span<const std::byte> mirrored = peekInline(recvHead_ & ~uint64_t{7});
+    if (!mirrored.empty()) return mirrored;
+  }
   const size_t off = static_cast<size_t>(recvTail_ & (cap - 1));
   uint64_t end = std::min(recvHead_ & ~uint64_t{7}, recvTail_ + (cap - off));
   if (end < recvTail_) end = recvTail_;

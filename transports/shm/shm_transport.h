@@ -80,6 +80,10 @@ class ShmConnection final : public Connection {
   Status peerGoneError(const Ring& ring, const char* doing) const;
   /// Lowers the engine's gate (Connection::offerFloor) to what both rings allow, once both are known.
   void updateOfferFloor();
+  /// Sender: mirrors the stream bytes [pos, pos + n) beside the head (RingHeader::inlineWords).
+  void mirrorInline(const void* data, size_t n, uint64_t pos);
+  /// Receiver: the whole words [recvTail_, end) from the mirror, copied out, if it holds them all.
+  std::span<const std::byte> peekInline(uint64_t end);
 
   int rank_, peer_, channel_;
   std::string peerHost_;  // for error messages
@@ -89,6 +93,11 @@ class ShmConnection final : public Connection {
   uint64_t recvTail_ = 0;    // our copy of recv_.tail
   uint64_t recvHead_ = 0;    // last head seen
   uint32_t sendIdle_ = 0, recvIdle_ = 0;
+  // The mirror of small messages (RingHeader::inlineWords): our side as its only writer, and the
+  // copy a reader hands out (stable until the next peek, whatever the writer does meanwhile).
+  uint64_t inlineStart_ = 0, inlineSeq_ = 0;
+  uint64_t inlineShadow_[kInlineWords] = {};
+  uint64_t inlineCopy_[kInlineWords] = {};
   std::chrono::steady_clock::time_point nextProbe_{};
   // Single copy: our side as sender, then as receiver.
   uint64_t headersSent_ = 0, offersMade_ = 0;
