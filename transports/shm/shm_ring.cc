@@ -25,6 +25,12 @@ constexpr uint32_t kReadyMagic = 0x41544c52;  // "ATLR"
 constexpr uint32_t kVersion = 4;  // 2: liveness by record locks, ends tagged with a process token; 3: single copy;
                                   // 4: small messages mirrored beside the head
 
+// Both ends map every page of the ring up front. Otherwise each end takes a page fault on every
+// page the first time the stream passes it, for the ring's whole first lap: a 16 KiB all-reduce
+// on 2 ranks took 13 us instead of 2 us for its first 80 or so calls (1 MiB rings), which is all
+// a 20-iteration benchmark of a new size measures.
+constexpr int kPopulate = MAP_POPULATE;
+
 size_t pageSize() {
   static const size_t size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   return size;
@@ -126,7 +132,7 @@ Result<Ring> Ring::create(const std::string& name, size_t requestedBytes) {
   if (::ftruncate(fd, static_cast<off_t>(total)) != 0) return fail("ftruncate", errno);
   // Reserve the pages now: tmpfs overcommits, and touching a page it cannot back raises SIGBUS later.
   if (int err = ::posix_fallocate(fd, 0, static_cast<off_t>(total)); err != 0) return fail("fallocate", err);
-  void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | kPopulate, fd, 0);
   if (base == MAP_FAILED) return fail("mmap", errno);
   if (Status st = holdLiveness(fd, true, name); !st.ok()) {
     ::munmap(base, total);
@@ -167,7 +173,7 @@ Result<Ring> Ring::attach(const std::string& name, Deadline deadline, const Abor
       }
       const size_t size = static_cast<size_t>(st.st_size);
       if (size > headerBytes()) {  // 0 until the creator has sized it; the size is final after that
-        void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | kPopulate, fd, 0);
         if (base == MAP_FAILED) {
           int err = errno;
           ::close(fd);
