@@ -109,8 +109,9 @@ ATOLL_PARAM(Check, "ATOLL_CHECK", Bool, "0",
             "rank instead of corrupting data or hanging (send/recv against a collective also breaks the communicator). "
             "Must be set alike on all ranks (checked at init). Costs latency: about 2 ceil(log2 n) bootstrap messages "
             "(~0.2 ms each on loopback) per launch.")
-ATOLL_PARAM(SpinCount, "ATOLL_SPIN_COUNT", Int, "200",
-            "Idle polls before the progress loop yields the CPU; keeps oversubscribed hosts responsive.")
+ATOLL_PARAM(SpinCount, "ATOLL_SPIN_COUNT", Int, "-1",
+            "Idle polls before the progress loop yields the CPU; keeps oversubscribed hosts responsive. "
+            "-1: 200, or 20 where the communicator has more ranks on this host than the process may use cores.")
 
 // Topology and fabric (topology/)
 ATOLL_PARAM(TopoFile, "NCCL_TOPO_FILE", String, "",

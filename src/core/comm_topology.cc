@@ -1,5 +1,7 @@
 #include "core/comm_topology.h"
 
+#include <sched.h>
+
 #include "base/debug.h"
 #include "base/params.h"
 #include "core/comm.h"
@@ -119,6 +121,13 @@ int lsaBlockSize(std::span<const topo::RankDesc> ranks) {
   return static_cast<int>(block);
 }
 
+bool outnumbersCores(int localRanks) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return false;
+  return localRanks > CPU_COUNT(&set);
+}
+
 Status buildCommTopology(ncclComm* comm, std::span<const topo::RankDesc> ranks) {
   ATOLL_ASSIGN_OR_RETURN(topo::CommPlacement placement, topo::commPlacement(ranks));
   const std::shared_ptr<const topo::IslandMap>& islands = placement.islands;
@@ -132,6 +141,9 @@ Status buildCommTopology(ncclComm* comm, std::span<const topo::RankDesc> ranks) 
   comm->topology.islands = nIslands > 1 ? islands : nullptr;
   comm->topology.selector = std::make_unique<tuning::Selector>(std::move(selector));
   comm->topology.lsaSize = lsaBlockSize(ranks);
+  const uint64_t host = ranks[static_cast<size_t>(comm->rank)].hostHash;
+  comm->topology.oversubscribed = outnumbersCores(static_cast<int>(
+      std::count_if(ranks.begin(), ranks.end(), [&](const topo::RankDesc& r) { return r.hostHash == host; })));
   ATOLL_INFO(log::kInit, "comm %p rank %d: %zu island(s) by %s rule, links inside islands %s, between %s",
              (void*)comm, comm->rank, nIslands, topo::islandRuleName(placement.rule), links.intraShm ? "shm" : links.remote,
              links.interFromFabric ? "from the fabric file" : links.interShm ? "shm" : links.remote);

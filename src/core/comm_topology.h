@@ -24,7 +24,13 @@ struct CommTopology {
   // NCCL's LSA team (ranks that reach each other's memory: here, one host) as its device API
   // describes it: consecutive blocks of lsaSize ranks. 1 when hosts do not hold equal consecutive blocks.
   int lsaSize = 1;
+  // More ranks of this communicator on this host than cores this process may run on: a waiting
+  // rank should give its core up soon (ATOLL_SPIN_COUNT's default), as its peers need it.
+  bool oversubscribed = false;
 };
+
+/// Whether `localRanks` ranks would outnumber the cores this process may run on.
+bool outnumbersCores(int localRanks);
 
 /// The LSA block size for these descriptors (indexed by rank): the ranks per host when every host
 /// holds one run of that many consecutive ranks, else 1.

