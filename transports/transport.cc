@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/host/reduce.h"
-
 namespace atl::transport {
 
 Result<size_t> Connection::receiveInto(void* dst, size_t n) {
@@ -19,7 +17,7 @@ Result<size_t> Connection::receiveInto(void* dst, size_t n) {
     std::span<const std::byte> view = *next;
     if (view.empty()) break;
     const size_t take = std::min(view.size(), n - got);
-    kernels::copy(static_cast<std::byte*>(dst) + got, view.data(), take);
+    std::memcpy(static_cast<std::byte*>(dst) + got, view.data(), take);
     consume(take);
     got += take;
   }

@@ -265,4 +265,8 @@ void divide(ncclDataType_t dt, void* dst, size_t count, int divisor) {
   });
 }
 
+void copy(void* dst, const void* src, size_t bytes) {
+  if (bytes != 0 && dst != src) std::memcpy(dst, src, bytes);
+}
+
 }  // namespace atl::kernels

@@ -22,8 +22,7 @@ void reduce(ncclDataType_t dt, RedOp op, void* dst, const void* a, const void* b
 void scale(ncclDataType_t dt, void* dst, const void* src, const void* scalar, size_t count);
 /// dst[i] = dst[i] / divisor (integer types truncate toward zero; floats divide and round).
 void divide(ncclDataType_t dt, void* dst, size_t count, int divisor);
-/// memcpy (no overlap), by a vector loop from 4 KiB up where the CPU has AVX2 (host/copy.cc says
-/// why); the engine's and the shared-memory rings' one place to copy data.
+/// memcpy, here so the engine has one place to optimise copies (non-temporal stores etc.).
 void copy(void* dst, const void* src, size_t bytes);
 
 }  // namespace atl::kernels

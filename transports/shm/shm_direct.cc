@@ -5,7 +5,6 @@
 #include "base/debug.h"
 #include "base/shared_pool.h"
 #include "base/tsan.h"
-#include "kernels/host/reduce.h"
 #include "transports/shm/shm_direct.h"
 #include "transports/shm/shm_transport.h"
 
@@ -194,7 +193,7 @@ Status ShmConnection::checkOfferRange(size_t at, size_t n) const {
 
 Result<size_t> ShmConnection::readOffered(void* dst, size_t at, size_t n) {
   ATOLL_CHECK(checkOfferRange(at, n));
-  if (offerLocal_ != nullptr) kernels::copy(dst, offerLocal_ + at, n);
+  if (offerLocal_ != nullptr) std::memcpy(dst, offerLocal_ + at, n);
   else ATOLL_CHECK(readPeerMemory(recv_.peerPid(), peer_, offerRemote_ + at, dst, n));
   return n;
 }
