@@ -124,13 +124,15 @@ void ShmConnection::mirrorInline(const void* data, size_t n, uint64_t pos) {
   // behind the new start reads the ring). A larger one fills what is left of the window.
   const uint64_t fill = n <= kHeadLineBytes ? kHeadLineBytes : kCap;
   if (pos + n > inlineStart_ + fill && n <= kCap) {
-    h->inlineSeq.store(++inlineSeq_, std::memory_order_relaxed);  // odd: the words are changing
-    std::atomic_thread_fence(std::memory_order_release);
+    // Odd: the words are changing. No fences (TSan cannot check them): the words and the start
+    // are release stores, so a reader whose acquire load sees any of them also sees this odd
+    // value when it loads the sequence again.
+    h->inlineSeq.store(++inlineSeq_, std::memory_order_relaxed);
     inlineStart_ = pos;
-    h->inlineStart.store(pos, std::memory_order_relaxed);
+    h->inlineStart.store(pos, std::memory_order_release);
     std::memset(inlineShadow_, 0, sizeof inlineShadow_);
     std::memcpy(inlineShadow_, data, n);
-    for (size_t w = 0; w < (n + 7) / 8; ++w) h->inlineWords[w].store(inlineShadow_[w], std::memory_order_relaxed);
+    for (size_t w = 0; w < (n + 7) / 8; ++w) h->inlineWords[w].store(inlineShadow_[w], std::memory_order_release);
     h->inlineSeq.store(++inlineSeq_, std::memory_order_release);
     return;
   }
@@ -141,21 +143,26 @@ void ShmConnection::mirrorInline(const void* data, size_t n, uint64_t pos) {
   const size_t take = std::min<size_t>(n, kCap - at);
   std::memcpy(reinterpret_cast<std::byte*>(inlineShadow_) + at, data, take);
   for (size_t w = at / 8; w <= (at + take - 1) / 8; ++w)
-    h->inlineWords[w].store(inlineShadow_[w], std::memory_order_relaxed);
+    h->inlineWords[w].store(inlineShadow_[w], std::memory_order_release);
 }
 
 std::span<const std::byte> ShmConnection::peekInline(uint64_t end) {
   constexpr uint64_t kCap = 8 * kInlineWords;
   RingHeader* h = recv_.header();
   const uint64_t seq = h->inlineSeq.load(std::memory_order_acquire);
-  const uint64_t start = h->inlineStart.load(std::memory_order_relaxed);
+  const uint64_t start = h->inlineStart.load(std::memory_order_acquire);
   if ((seq & 1) != 0 || recvTail_ < start || end > start + kCap) return {};
   const size_t at = static_cast<size_t>(recvTail_ - start), n = static_cast<size_t>(end - recvTail_);
   const size_t first = at / 8, last = (at + n - 1) / 8;
-  for (size_t w = first; w <= last; ++w) inlineCopy_[w] = h->inlineWords[w].load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  uint64_t words[kInlineWords];
+  for (size_t w = first; w <= last; ++w) words[w] = h->inlineWords[w].load(std::memory_order_acquire);
+  // Loaded after the acquire loads above, so it sees the odd value of any restart they saw part of.
   if (h->inlineSeq.load(std::memory_order_relaxed) != seq) return {};  // a new window began meanwhile
-  return std::span<const std::byte>(reinterpret_cast<const std::byte*>(inlineCopy_) + at, n);
+  // Handed out at the stream position's offset within a word, as ring views are: elements stay
+  // aligned to their size, which the reduce kernels may assume.
+  std::byte* view = reinterpret_cast<std::byte*>(inlineCopy_) + (recvTail_ & 7);
+  std::memcpy(view, reinterpret_cast<const std::byte*>(words) + at, n);
+  return std::span<const std::byte>(view, n);
 }
 
 Result<std::span<const std::byte>> ShmConnection::peek() {

@@ -97,7 +97,7 @@ class ShmConnection final : public Connection {
   // copy a reader hands out (stable until the next peek, whatever the writer does meanwhile).
   uint64_t inlineStart_ = 0, inlineSeq_ = 0;
   uint64_t inlineShadow_[kInlineWords] = {};
-  uint64_t inlineCopy_[kInlineWords] = {};
+  uint64_t inlineCopy_[kInlineWords + 1] = {};  // a view starts at the stream position's offset in a word
   std::chrono::steady_clock::time_point nextProbe_{};
   // Single copy: our side as sender, then as receiver.
   uint64_t headersSent_ = 0, offersMade_ = 0;
