@@ -7,7 +7,7 @@ namespace atl {
 bool PlanKey::operator==(const PlanKey& o) const {
   const algo::CollSpec &a = spec, &b = o.spec;
   return a.coll == b.coll && a.root == b.root && a.count == b.count && a.nchannels == b.nchannels &&
-         a.chunkElems == b.chunkElems && a.inPlace == b.inPlace && a.algo == b.algo && a.islands == b.islands &&
+         a.chunkElems == b.chunkElems && a.inPlace == b.inPlace && a.algo == b.algo &&
          dtype == o.dtype && op == o.op;
 }
 
