@@ -1,8 +1,8 @@
 # Detects optional backends and prints what will and will not be built.
 find_package(PkgConfig QUIET)
 
-# CUDA: the toolkit is used only to prove the shared functor header compiles for the device and to
-# run the ABI test against NVIDIA's nccl.h; the CUDA device backend itself is declared, not built yet.
+# CUDA: the device backend needs only the driver's header (cuda.h); it opens libcuda at run time.
+# nvcc proves the shared functor header compiles for the device; NVIDIA's nccl.h is the ABI test's.
 set(ATOLL_HAVE_NVCC OFF)
 if(NOT ATOLL_WITH_CUDA STREQUAL "OFF")
   find_program(ATOLL_NVCC nvcc PATHS /usr/local/cuda/bin)
@@ -30,6 +30,12 @@ if(NOT ATOLL_NCCL230_ROOT AND Python3_Interpreter_FOUND)
   if(rc EQUAL 0 AND EXISTS ${wheel_dir}/include/nccl.h AND EXISTS ${wheel_dir}/lib/libnccl.so.2)
     set(ATOLL_NCCL230_ROOT ${wheel_dir})
   endif()
+endif()
+set(ATOLL_HAVE_CUDA_DRIVER OFF)
+if(NOT ATOLL_WITH_CUDA STREQUAL "OFF" AND ATOLL_CUDA_INCLUDE AND EXISTS ${ATOLL_CUDA_INCLUDE}/cuda.h)
+  set(ATOLL_HAVE_CUDA_DRIVER ON)
+elseif(ATOLL_WITH_CUDA STREQUAL "ON")
+  message(FATAL_ERROR "ATOLL_WITH_CUDA=ON but cuda.h was not found (set ATOLL_CUDA_INCLUDE)")
 endif()
 set(ATOLL_HAVE_NCCL230 OFF)
 if(ATOLL_NCCL230_ROOT AND ATOLL_CUDA_INCLUDE)
@@ -85,7 +91,12 @@ atoll_optional_pkg(IBVERBS libibverbs "ibverbs net" libibverbs-dev)
 
 message(STATUS "Atoll backends:")
 message(STATUS "  device host        : built")
-message(STATUS "  device cuda        : not built (backend declared; nvcc ${ATOLL_HAVE_NVCC} compiles the shared functors only)")
+if(ATOLL_HAVE_CUDA_DRIVER)
+  message(STATUS "  device cuda        : built (${ATOLL_CUDA_INCLUDE}/cuda.h; libcuda.so.1 opened at run time, staged copies)")
+else()
+  message(STATUS "  device cuda        : not built (no cuda.h: set ATOLL_CUDA_INCLUDE; ATOLL_DEVICE=cuda reports it)")
+endif()
+message(STATUS "  device emu         : built (ATOLL_DEVICE=emu: emulated GPU for tests)")
 message(STATUS "  transport shm      : built")
 message(STATUS "  transport socket   : built")
 if(ATOLL_HAVE_UCX)

@@ -160,4 +160,6 @@ ATOLL_PARAM(ModelRdBwPct, "ATOLL_MODEL_RD_BW_PCT", Int, "106",
             "Cost model: recursive doubling's bandwidth term relative to a full-buffer hop, percent.")
 
 // Devices
-ATOLL_PARAM(Device, "ATOLL_DEVICE", String, "auto", "Device backend: auto, host or cuda.")
+ATOLL_PARAM(Device, "ATOLL_DEVICE", String, "auto",
+            "Device backend: auto (cuda where a driver sees a GPU, else host), host, cuda, or emu (an emulated GPU "
+            "whose memory the host cannot read and whose streams run on threads; for testing the GPU path).")

@@ -75,9 +75,10 @@ ncclResult_t submit(OpDesc&& op, const char* fn) {
   });
 }
 
-OpDesc make(ncclComm_t comm, Coll coll, const void* s, void* r, size_t count, ncclDataType_t dt,
+OpDesc make(cudaStream_t stream, ncclComm_t comm, Coll coll, const void* s, void* r, size_t count, ncclDataType_t dt,
             ncclRedOp_t op = ncclSum, int root = 0) {
   OpDesc d;
+  d.stream = stream;
   d.comm = comm;
   d.coll = coll;
   d.sendbuff = s;
@@ -92,60 +93,60 @@ OpDesc make(ncclComm_t comm, Coll coll, const void* s, void* r, size_t count, nc
 }  // namespace
 
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-         ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
-  return submit(make(comm, Coll::AllReduce, sendbuff, recvbuff, count, datatype, op), "ncclAllReduce");
+         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return submit(make(stream, comm, Coll::AllReduce, sendbuff, recvbuff, count, datatype, op), "ncclAllReduce");
 }
 
 NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t) {
-  return submit(make(comm, Coll::Reduce, sendbuff, recvbuff, count, datatype, op, root), "ncclReduce");
+         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit(make(stream, comm, Coll::Reduce, sendbuff, recvbuff, count, datatype, op, root), "ncclReduce");
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-         int root, ncclComm_t comm, cudaStream_t) {
-  return submit(make(comm, Coll::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root), "ncclBroadcast");
+         int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit(make(stream, comm, Coll::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root), "ncclBroadcast");
 }
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
-         cudaStream_t) {
-  return submit(make(comm, Coll::Broadcast, buff, buff, count, datatype, ncclSum, root), "ncclBcast");
+         cudaStream_t stream) {
+  return submit(make(stream, comm, Coll::Broadcast, buff, buff, count, datatype, ncclSum, root), "ncclBcast");
 }
 
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
-         ncclComm_t comm, cudaStream_t) {
-  return submit(make(comm, Coll::AllGather, sendbuff, recvbuff, sendcount, datatype), "ncclAllGather");
+         ncclComm_t comm, cudaStream_t stream) {
+  return submit(make(stream, comm, Coll::AllGather, sendbuff, recvbuff, sendcount, datatype), "ncclAllGather");
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
-         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
-  return submit(make(comm, Coll::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op), "ncclReduceScatter");
+         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return submit(make(stream, comm, Coll::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op), "ncclReduceScatter");
 }
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-         ncclComm_t comm, cudaStream_t) {
-  return submit(make(comm, Coll::AlltoAll, sendbuff, recvbuff, count, datatype), "ncclAlltoAll");
+         ncclComm_t comm, cudaStream_t stream) {
+  return submit(make(stream, comm, Coll::AlltoAll, sendbuff, recvbuff, count, datatype), "ncclAlltoAll");
 }
 
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-         int root, ncclComm_t comm, cudaStream_t) {
-  return submit(make(comm, Coll::Gather, sendbuff, recvbuff, count, datatype, ncclSum, root), "ncclGather");
+         int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit(make(stream, comm, Coll::Gather, sendbuff, recvbuff, count, datatype, ncclSum, root), "ncclGather");
 }
 
 NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-         int root, ncclComm_t comm, cudaStream_t) {
-  return submit(make(comm, Coll::Scatter, sendbuff, recvbuff, count, datatype, ncclSum, root), "ncclScatter");
+         int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit(make(stream, comm, Coll::Scatter, sendbuff, recvbuff, count, datatype, ncclSum, root), "ncclScatter");
 }
 
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-         ncclComm_t comm, cudaStream_t) {
-  OpDesc d = make(comm, Coll::SendRecv, sendbuff, nullptr, count, datatype, ncclSum, peer);
+         ncclComm_t comm, cudaStream_t stream) {
+  OpDesc d = make(stream, comm, Coll::SendRecv, sendbuff, nullptr, count, datatype, ncclSum, peer);
   d.isSend = true;
   return submit(std::move(d), "ncclSend");
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-         cudaStream_t) {
-  return submit(make(comm, Coll::SendRecv, nullptr, recvbuff, count, datatype, ncclSum, peer), "ncclRecv");
+         cudaStream_t stream) {
+  return submit(make(stream, comm, Coll::SendRecv, nullptr, recvbuff, count, datatype, ncclSum, peer), "ncclRecv");
 }
 
 NCCL_API(ncclResult_t, ncclGroupStart, void) {

@@ -10,6 +10,7 @@
 #include "core/call_check_inbox.h"
 #include "core/call_report.h"
 #include "core/comm_topology.h"
+#include "core/device_staging.h"
 #include "core/plan_cache.h"
 #include "core/redop.h"
 #include "core/registrations.h"
@@ -70,6 +71,7 @@ struct ncclComm {
   atl::PlanCache plans;  // used only by the thread issuing calls on this communicator
   std::optional<atl::CallReport> lastCall;  // likewise (core/call_report.h)
   const atl::device::Device* device = nullptr;
+  std::unique_ptr<atl::DeviceStaging> staging;  // calls on device memory (made by the first one)
   uint64_t windowSeq = 0;  // windows registered so far (collective, so equal on every rank)
   // One-sided engine, made with the first window. Last member: destroyed first, so its progress
   // thread stops before anything it could touch goes.

@@ -8,6 +8,10 @@
 #include "base/status.h"
 #include "nccl.h"
 
+namespace atl::engine {
+class CallStaging;
+}
+
 namespace atl {
 
 /// One validated API call waiting for its group to end.
@@ -23,6 +27,11 @@ struct OpDesc {
   int rawOp = 0;
   int root = 0;  // root, or the peer of a send/recv
   bool isSend = false;
+  cudaStream_t stream = nullptr;
+  // Set by core/device_staging.h where the buffers are device memory: the copies around this
+  // call's plan, and the host copy of a PreMulSum scalar that lives on the device.
+  engine::CallStaging* staging = nullptr;
+  const void* scalarHost = nullptr;
 };
 
 Status groupStart();

@@ -210,6 +210,11 @@ Status startInit(ncclComm_t* out, int nranks, std::vector<ncclUniqueId> ids, int
     if (!bootstrap::isValidUniqueId(ids[i]))
       return ATOLL_ERROR(ncclInvalidArgument, "%s: unique id %zu is not one made by ncclGetUniqueId", fn, i);
   ATOLL_ASSIGN_OR_RETURN(ncclConfig_t config, resolveConfig(userConfig));
+  if (cudaDev < 0) {
+    // ncclCommInitRank's device is the caller's current one, as in NCCL (the host backend's is 0).
+    Result<const device::Device*> dev = device::select();
+    cudaDev = dev.ok() ? (*dev)->currentDevice() : 0;
+  }
   auto* comm = new ncclComm();
   comm->cudaDev = cudaDev;
   registerComm(comm);
@@ -258,11 +263,11 @@ NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
 
 NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
          ncclConfig_t* config) {
-  return apiGuard(__func__, [&] { return startInit(comm, nranks, {commId}, rank, config, 0, "ncclCommInitRankConfig"); });
+  return apiGuard(__func__, [&] { return startInit(comm, nranks, {commId}, rank, config, -1, "ncclCommInitRankConfig"); });
 }
 
 NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return apiGuard(__func__, [&] { return startInit(comm, nranks, {commId}, rank, nullptr, 0, "ncclCommInitRank"); });
+  return apiGuard(__func__, [&] { return startInit(comm, nranks, {commId}, rank, nullptr, -1, "ncclCommInitRank"); });
 }
 
 NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
@@ -274,7 +279,7 @@ NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommInitRankScalable: %d unique ids for %d ranks (at most one per rank)",
                          nId, nranks);
     // As in NCCL: each id's root serves one contiguous block of ranks (bootstrap/wire.h).
-    return startInit(newcomm, nranks, std::vector<ncclUniqueId>(commIds, commIds + nId), myrank, config, 0,
+    return startInit(newcomm, nranks, std::vector<ncclUniqueId>(commIds, commIds + nId), myrank, config, -1,
                      "ncclCommInitRankScalable");
   });
 }

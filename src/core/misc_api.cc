@@ -132,7 +132,10 @@ NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, 
     pm.dtype = datatype;
     pm.residence = residence;
     pm.scalarPtr = scalar;
-    std::memcpy(pm.scalar, scalar, kernels::dtypeSize(datatype));
+    // A device-resident scalar is read when each call runs (staged then, core/device_staging.h);
+    // only a host one may be read now.
+    if (residence == ncclScalarHostImmediate || comm->device == nullptr || !comm->device->needsStaging(scalar))
+      std::memcpy(pm.scalar, scalar, kernels::dtypeSize(datatype));
     *op = comm->redops.create(pm);
     return Status::Ok();
   });

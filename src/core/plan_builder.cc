@@ -110,8 +110,13 @@ Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op, cons
       plan->buffers[algo::kSendBuf] = plan->ownedInput.get();
       const void* userInput = op.sendbuff;
       PreMulSum scalar = *pm;
-      plan->prologue = [userInput, scalar, n](engine::Plan& p) {
-        const void* s = scalar.residence == ncclScalarDevice ? scalar.scalarPtr : scalar.scalar;
+      // A scalar in device memory is read from its staged copy (core/device_staging.h), which
+      // the call's staging fills before this runs.
+      const void* staged = op.scalarHost;
+      plan->prologue = [userInput, scalar, staged, n](engine::Plan& p) {
+        const void* s = staged != nullptr                         ? staged
+                        : scalar.residence == ncclScalarDevice ? scalar.scalarPtr
+                                                                : scalar.scalar;
         kernels::scale(p.dtype, p.ownedInput.get(), userInput, s, n);
       };
     } else if (op.op == ncclAvg) {

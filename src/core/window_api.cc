@@ -91,6 +91,11 @@ NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommWindowRegister: empty buffer (%p, %zu bytes)", buff, size);
     if ((winFlags & ~kKnownWinFlags) != 0)
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommWindowRegister: unknown winFlags 0x%x", winFlags);
+    if (comm->device->needsStaging(buff))
+      return ATOLL_ERROR(ncclInvalidUsage,
+                         "ncclCommWindowRegister: %p is %s device memory; one-sided windows must be host memory (the "
+                         "staged device path covers collectives and send/recv only)",
+                         buff, comm->device->name());
     if (inGroup())
       return ATOLL_ERROR(ncclInvalidUsage,
                          "ncclCommWindowRegister: collective registration runs at once on the host backend; call it "
@@ -173,6 +178,9 @@ NCCL_API(ncclResult_t, ncclPutSignal, const void* localbuff, size_t count, ncclD
     if (count > SIZE_MAX / esz) return ATOLL_ERROR(ncclInvalidArgument, "%s: count %zu overflows", fn, count);
     const size_t bytes = count * esz;
     if (bytes > 0 && localbuff == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "%s: localbuff is NULL", fn);
+    if (bytes > 0 && comm->device->needsStaging(localbuff))
+      return ATOLL_ERROR(ncclInvalidUsage, "%s: localbuff %p is %s device memory; one-sided puts read host memory only",
+                         fn, localbuff, comm->device->name());
     RegistrationTable::Entry e;
     ATOLL_CHECK(findWindow(comm, peerWin, fn, &e));
     ATOLL_CHECK(comm->rma->checkTarget(fn, peer, e.tag, peerWinOffset, bytes));

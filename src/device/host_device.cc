@@ -5,7 +5,9 @@
 #include "base/debug.h"
 #include "base/params.h"
 #include "base/shared_pool.h"
+#include "device/cuda_device.h"
 #include "device/device.h"
+#include "device/emu_device.h"
 
 namespace atl::device {
 namespace {
@@ -32,10 +34,19 @@ class HostDevice final : public Device {
     std::free(ptr);
     return Status::Ok();
   }
-  Status synchronize(cudaStream_t) const override { return Status::Ok(); }
+  Status synchronize(int, cudaStream_t) const override { return Status::Ok(); }
 };
 
 }  // namespace
+
+Status Device::copy(int, void* dst, const void* src, size_t bytes, cudaStream_t) const {
+  std::memcpy(dst, src, bytes);
+  return Status::Ok();
+}
+
+Result<void*> Device::allocateStaging(size_t bytes) const { return host().allocate(bytes); }
+
+Status Device::releaseStaging(void* ptr) const { return host().release(ptr); }
 
 const Device& host() {
   static const HostDevice device;
@@ -44,10 +55,15 @@ const Device& host() {
 
 Result<const Device*> select() {
   const std::string& want = params::getString(params::Id::Device);
-  if (want == "auto" || want == "host" || want.empty()) return &host();
-  if (want == "cuda")
-    return ATOLL_ERROR(ncclInvalidUsage, "ATOLL_DEVICE=cuda: the CUDA backend is not built in this version (host only)");
-  return ATOLL_ERROR(ncclInvalidArgument, "ATOLL_DEVICE=%s is not a backend (valid: auto, host, cuda)", want.c_str());
+  if (want == "host") return &host();
+  if (want == "emu") return &emu();
+  if (want == "cuda") return cuda();
+  if (want == "auto" || want.empty()) {
+    // A GPU where a driver sees one; its absence is the ordinary case on CPU machines, not an error.
+    Result<const Device*> gpu = cuda();
+    return gpu.ok() ? gpu : Result<const Device*>(&host());
+  }
+  return ATOLL_ERROR(ncclInvalidArgument, "ATOLL_DEVICE=%s is not a backend (valid: auto, host, cuda, emu)", want.c_str());
 }
 
 }  // namespace atl::device

@@ -52,6 +52,7 @@ class PlanRun {
 
  private:
   Status startBound() {
+    if (plan_->staging) ATOLL_CHECK(plan_->staging->in());
     if (plan_->prologue) plan_->prologue(*plan_);
     size_t scratchBytes = plan_->schedule.scratchElems * plan_->elemSize;
     if (scratchBytes > plan_->scratchCapacity) {  // kept across calls when the plan is cached
@@ -89,6 +90,7 @@ class PlanRun {
     if (allDone && !finished_) {
       finished_ = true;
       if (plan_->epilogue) plan_->epilogue(*plan_);
+      if (plan_->staging) ATOLL_CHECK(plan_->staging->out());
     }
     return Status::Ok();
   }

@@ -9,11 +9,25 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "base/status.h"
 #include "engine/connections.h"
 #include "kernels/host/reduce.h"
 #include "nccl.h"
 
 namespace atl::engine {
+
+/// Per-call work around a plan whose user buffers the host cannot address (GPU memory,
+/// core/device_staging.h): `in` runs before the prologue (wait for the user's stream, copy the
+/// input to host memory), `out` after the epilogue (copy the results back). An error fails the
+/// plan's queue like a broken link.
+class CallStaging {
+ public:
+  virtual Status in() = 0;
+  virtual Status out() = 0;
+
+ protected:
+  ~CallStaging() = default;
+};
 
 struct Plan {
   algo::Schedule schedule;
@@ -27,6 +41,7 @@ struct Plan {
   size_t ownedInputBytes = 0;
   std::function<void(Plan&)> prologue;        // runs when the plan starts (reads user input then)
   std::function<void(Plan&)> epilogue;        // runs after every program finished (e.g. Avg division)
+  CallStaging* staging = nullptr;             // this call's, or null; set before every run of a cached plan
   std::string what;                           // "AllReduce 1024 x float" for logs and errors
   // How the plan was made, for the per-call report (core/call_report.h); set by the plan builder.
   algo::Algo algo = algo::Algo::Ring;         // the generator that built `schedule`, after any fallback

@@ -64,3 +64,17 @@ set_tests_properties(coll_procs_4_checked PROPERTIES ENVIRONMENT "ATOLL_CHECK=1;
 # One thread driving every rank: the fingerprint exchange of several communicators in one batch.
 atoll_coll_test(coll_initall_4_checked 150 --initall 4 --quick)
 set_tests_properties(coll_initall_4_checked PROPERTIES ENVIRONMENT "ATOLL_CHECK=1;ATOLL_BOOTSTRAP_TIMEOUT_MS=5000")
+
+# Device buffers on the emulated GPU (ATOLL_DEVICE=emu, src/device/emu_device.h): every collective
+# stages its buffers through host memory (core/device_staging.h), after a stream that fills the
+# input late. A host path that touched device memory would crash; one that skipped the stream
+# would read stale input.
+foreach(cfg "threads_2;--threads;2" "procs_3;--procs;3" "initall_4;--initall;4,--quick")
+  list(GET cfg 0 name)
+  list(GET cfg 1 mode)
+  list(GET cfg 2 args)
+  string(REPLACE "," ";" args "${args}")
+  atoll_coll_test(coll_device_emu_${name} 150 ${mode} ${args} --device)
+  set_tests_properties(coll_device_emu_${name} PROPERTIES LABELS "integration;coll;device"
+                       ENVIRONMENT "ATOLL_DEVICE=emu;ATOLL_BOOTSTRAP_TIMEOUT_MS=20000")
+endforeach()

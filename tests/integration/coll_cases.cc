@@ -1,12 +1,15 @@
 #include "tests/integration/coll_cases.h"
 
 #include "core/call_report.h"
+#include "device/emu_device.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <thread>
 
 namespace collcheck {
 namespace {
@@ -16,10 +19,25 @@ constexpr unsigned char kGuardByte = 0xA5;
 constexpr unsigned char kJunkByte = 0xEE;
 
 bool gNcclMem = false;
+bool gDevice = false;
 
 struct MemFree {
   void operator()(unsigned char* p) const { ncclMemFree(p); }
 };
+
+// --device: the library's device backend (ATOLL_DEVICE), through which device buffers are filled
+// and read back (tests link the library's internals).
+const atl::device::Device& device() {
+  static const atl::device::Device* d = [] {
+    atl::Result<const atl::device::Device*> r = atl::device::select();
+    if (!r.ok()) {
+      std::fprintf(stderr, "coll_check: no device backend: %s\n", atl::lastErrorMessage().c_str());
+      std::abort();
+    }
+    return *r;
+  }();
+  return *d;
+}
 
 // Host memory with guard zones on both sides, so out-of-bounds writes by the library are caught;
 // from ncclMemAlloc with --nccl-mem (shm links then move it in a single copy between processes).
@@ -27,7 +45,16 @@ class Buffer {
  public:
   Buffer() = default;
   explicit Buffer(size_t bytes) : bytes_(bytes), size_(bytes + 2 * kGuard) {
-    if (gNcclMem) {
+    if (gDevice) {
+      // The host copy is what the checks read; the calls get the device copy.
+      void* p = nullptr;
+      if (ncclMemAlloc(&p, size_) != ncclSuccess) {
+        std::fprintf(stderr, "coll_check: ncclMemAlloc(%zu) of device memory failed: %s\n", size_, ncclGetLastError(nullptr));
+        std::abort();
+      }
+      device_.reset(static_cast<unsigned char*>(p));
+    }
+    if (gNcclMem && !gDevice) {
       void* p = nullptr;
       if (ncclMemAlloc(&p, size_) != ncclSuccess) {
         std::fprintf(stderr, "coll_check: ncclMemAlloc(%zu) failed: %s\n", size_, ncclGetLastError(nullptr));
@@ -42,6 +69,38 @@ class Buffer {
     std::fill(m, m + kGuard, kGuardByte);
     std::fill(m + size_ - kGuard, m + size_, kGuardByte);
   }
+  /// The device address of host-copy address `p`, or nullptr when `p` is not in this buffer.
+  unsigned char* onDevice(const unsigned char* p) const {
+    if (!device_ || p < base() || p >= base() + size_) return nullptr;
+    return device_.get() + (p - base());
+  }
+  /// Fills the device copy from the host copy, on `stream` after the work already there. On the
+  /// emulated device the copy is queued behind a delay, so a collective that does not wait for
+  /// its stream reads stale bytes and fails its check.
+  void upload(ncclComm_t comm, cudaStream_t stream) {
+    if (!device_) return;
+    const atl::device::Device& d = device();
+    if (d.kind() == atl::device::Kind::Emu) {
+      void* view = atl::device::emuHostView(device_.get(), size_);
+      const unsigned char* from = base();
+      const size_t n = size_;
+      expectOk(atl::device::emuEnqueue(stream, [view, from, n] {
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+        std::memcpy(view, from, n);
+      }));
+      return;
+    }
+    int dev = 0;
+    ncclCommCuDevice(comm, &dev);
+    expectOk(d.copy(dev, device_.get(), base(), size_, stream));
+  }
+  /// Reads the device copy back, on `stream` after the collective.
+  void download(ncclComm_t comm, cudaStream_t stream) {
+    if (!device_) return;
+    int dev = 0;
+    ncclCommCuDevice(comm, &dev);
+    expectOk(device().copy(dev, base(), device_.get(), size_, stream));
+  }
   unsigned char* data() { return base() + kGuard; }
   const unsigned char* data() const { return base() + kGuard; }
   size_t bytes() const { return bytes_; }
@@ -55,9 +114,15 @@ class Buffer {
 
  private:
   unsigned char* base() const { return shared_ ? shared_.get() : mem_.get(); }
+  static void expectOk(atl::Status st) {
+    if (st.ok()) return;
+    std::fprintf(stderr, "coll_check: device copy failed: %s\n", atl::lastErrorMessage().c_str());
+    std::abort();
+  }
   size_t bytes_ = 0, size_ = 0;
   std::unique_ptr<unsigned char[]> mem_;
   std::unique_ptr<unsigned char, MemFree> shared_;
+  std::unique_ptr<unsigned char, MemFree> device_;  // --device: what the library is given
 };
 
 std::mutex gCaseMu;
@@ -74,7 +139,19 @@ struct RankRun {
   ncclRedOp_t op = ncclSum;
   bool opCreated = false;
   std::unique_ptr<unsigned char[]> scalar;  // must outlive the call for ncclScalarDevice
+  std::unique_ptr<unsigned char, MemFree> deviceScalar;  // --device: the ncclScalarDevice scalar
+  cudaStream_t stream = nullptr;
   std::vector<std::string> errors;
+  /// What the calls are given: the device copy's address with --device, else the buffer itself.
+  const unsigned char* in() const { return onDevice(sendPtr); }
+  unsigned char* out() const { return onDevice(recvPtr); }
+
+ private:
+  unsigned char* onDevice(unsigned char* p) const {
+    if (!gDevice || p == nullptr) return p;
+    if (unsigned char* d = send.onDevice(p)) return d;
+    return recv.onDevice(p);
+  }
 };
 
 ncclRedOp_t baseOp(Op op) {
@@ -196,7 +273,19 @@ void prepare(const Case& c, int n, RankRun& rr) {
     if (c.op == kPreMul) {
       rr.scalar.reset(new unsigned char[8]);
       encodeExact(c.dt, preMulScalar(t, rr.rank), rr.scalar.get());
-      ncclResult_t r = ncclRedOpCreatePreMulSum(&rr.op, rr.scalar.get(), c.dt, c.residence, rr.comm);
+      void* scalar = rr.scalar.get();
+      if (gDevice && c.residence == ncclScalarDevice) {
+        void* d = nullptr;
+        int dev = 0;
+        ncclCommCuDevice(rr.comm, &dev);
+        if (ncclMemAlloc(&d, 8) != ncclSuccess || !device().copy(dev, d, scalar, 8, nullptr).ok()) {
+          std::fprintf(stderr, "coll_check: cannot place the scalar in device memory: %s\n", ncclGetLastError(nullptr));
+          std::abort();
+        }
+        rr.deviceScalar.reset(static_cast<unsigned char*>(d));
+        scalar = d;
+      }
+      ncclResult_t r = ncclRedOpCreatePreMulSum(&rr.op, scalar, c.dt, c.residence, rr.comm);
       if (r != ncclSuccess) {
         rr.errors.push_back(callError("ncclRedOpCreatePreMulSum", r, rr.comm));
       } else {
@@ -217,28 +306,28 @@ void issue(const Case& c, int n, RankRun& rr) {
   ncclResult_t r = ncclSuccess;
   const char* name = kCollNames[static_cast<int>(c.coll)];
   switch (c.coll) {
-    case Coll::kAllReduce: r = ncclAllReduce(rr.sendPtr, rr.recvPtr, k, c.dt, rr.op, rr.comm, nullptr); break;
-    case Coll::kBroadcast: r = ncclBroadcast(rr.sendPtr, rr.recvPtr, k, c.dt, c.root, rr.comm, nullptr); break;
-    case Coll::kBcast: r = ncclBcast(rr.recvPtr, k, c.dt, c.root, rr.comm, nullptr); break;
-    case Coll::kReduce: r = ncclReduce(rr.sendPtr, rr.recvPtr, k, c.dt, rr.op, c.root, rr.comm, nullptr); break;
-    case Coll::kAllGather: r = ncclAllGather(rr.sendPtr, rr.recvPtr, k, c.dt, rr.comm, nullptr); break;
+    case Coll::kAllReduce: r = ncclAllReduce(rr.in(), rr.out(), k, c.dt, rr.op, rr.comm, rr.stream); break;
+    case Coll::kBroadcast: r = ncclBroadcast(rr.in(), rr.out(), k, c.dt, c.root, rr.comm, rr.stream); break;
+    case Coll::kBcast: r = ncclBcast(rr.out(), k, c.dt, c.root, rr.comm, rr.stream); break;
+    case Coll::kReduce: r = ncclReduce(rr.in(), rr.out(), k, c.dt, rr.op, c.root, rr.comm, rr.stream); break;
+    case Coll::kAllGather: r = ncclAllGather(rr.in(), rr.out(), k, c.dt, rr.comm, rr.stream); break;
     case Coll::kReduceScatter:
-      r = ncclReduceScatter(rr.sendPtr, rr.recvPtr, k, c.dt, rr.op, rr.comm, nullptr);
+      r = ncclReduceScatter(rr.in(), rr.out(), k, c.dt, rr.op, rr.comm, rr.stream);
       break;
-    case Coll::kAlltoAll: r = ncclAlltoAll(rr.sendPtr, rr.recvPtr, k, c.dt, rr.comm, nullptr); break;
-    case Coll::kGather: r = ncclGather(rr.sendPtr, rr.recvPtr, k, c.dt, c.root, rr.comm, nullptr); break;
-    case Coll::kScatter: r = ncclScatter(rr.sendPtr, rr.recvPtr, k, c.dt, c.root, rr.comm, nullptr); break;
+    case Coll::kAlltoAll: r = ncclAlltoAll(rr.in(), rr.out(), k, c.dt, rr.comm, rr.stream); break;
+    case Coll::kGather: r = ncclGather(rr.in(), rr.out(), k, c.dt, c.root, rr.comm, rr.stream); break;
+    case Coll::kScatter: r = ncclScatter(rr.in(), rr.out(), k, c.dt, c.root, rr.comm, rr.stream); break;
     case Coll::kSendRecvRing: {
       const int next = (rr.rank + 1) % n, prev = (rr.rank + n - 1) % n;
-      r = ncclSend(rr.sendPtr, k, c.dt, next, rr.comm, nullptr);
-      if (r == ncclSuccess) r = ncclRecv(rr.recvPtr, k, c.dt, prev, rr.comm, nullptr);
+      r = ncclSend(rr.in(), k, c.dt, next, rr.comm, rr.stream);
+      if (r == ncclSuccess) r = ncclRecv(rr.out(), k, c.dt, prev, rr.comm, rr.stream);
       break;
     }
     case Coll::kSendRecvAll:
       for (int p = 0; p < n && r == ncclSuccess; ++p) {
         const size_t off = static_cast<size_t>(p) * k * es;
-        r = ncclSend(rr.sendPtr + off, k, c.dt, p, rr.comm, nullptr);
-        if (r == ncclSuccess) r = ncclRecv(rr.recvPtr + off, k, c.dt, p, rr.comm, nullptr);
+        r = ncclSend(rr.in() + off, k, c.dt, p, rr.comm, rr.stream);
+        if (r == ncclSuccess) r = ncclRecv(rr.out() + off, k, c.dt, p, rr.comm, rr.stream);
       }
       break;
     default: break;
@@ -323,6 +412,7 @@ void check(const Case& c, int n, RankRun& rr) {
 }  // namespace
 
 void useNcclMem(bool on) { gNcclMem = on; }
+void useDevice(bool on) { gDevice = on; }
 
 std::string Case::describe() const {
   char buf[200];
@@ -474,7 +564,10 @@ void runCase(const World& w, const Case& c, Stats& stats) {
   for (size_t l = 0; l < runs.size(); ++l) {
     runs[l].rank = w.ranks[l];
     runs[l].comm = w.comms[l];
+    runs[l].stream = w.streams.empty() ? nullptr : w.streams[l];
     prepare(c, w.nranks, runs[l]);
+    runs[l].send.upload(runs[l].comm, runs[l].stream);
+    runs[l].recv.upload(runs[l].comm, runs[l].stream);
   }
   const bool p2p = c.coll == Coll::kSendRecvRing || c.coll == Coll::kSendRecvAll;
   const bool group = w.grouped || p2p;
@@ -490,6 +583,8 @@ void runCase(const World& w, const Case& c, Stats& stats) {
   }
   for (size_t l = 0; l < runs.size(); ++l) {
     RankRun& rr = runs[l];
+    rr.send.download(rr.comm, rr.stream);
+    rr.recv.download(rr.comm, rr.stream);
     if (!groupErr.empty()) rr.errors.push_back(groupErr);
     if (rr.errors.empty() && !p2p) checkExecutedAlgo(w, c, rr, seqBefore[l]);
     check(c, w.nranks, rr);

@@ -97,6 +97,7 @@ struct World {
   std::vector<ncclComm_t> comms;
   bool grouped = false;
   std::vector<std::string> expectAlgo;  // Options::expectAlgo on the communicators the driver made
+  std::vector<cudaStream_t> streams;    // --device: one per local rank (empty: the NULL stream)
 };
 
 // Runs one case on every local rank and records one pass/fail per (case, rank).
@@ -104,6 +105,9 @@ void runCase(const World& w, const Case& c, Stats& stats);
 
 // Buffers from ncclMemAlloc instead of private memory (--nccl-mem).
 void useNcclMem(bool on);
+// Buffers in device memory of the library's device backend (--device; ATOLL_DEVICE=emu or cuda):
+// the checks read host copies that are uploaded before each case and read back after it.
+void useDevice(bool on);
 
 // Set by the driver so a watchdog can say what was running when it fired.
 void setCurrentCase(const std::string& what);

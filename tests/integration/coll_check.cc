@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "device/emu_device.h"
 #include "nccl.h"
 #include "tests/integration/coll_cases.h"
 
@@ -34,6 +35,8 @@ namespace collcheck {
 namespace {
 
 enum class Mode { kNone, kThreads, kInitAll, kProcs, kChild };
+
+bool gDeviceStreams = false;  // --device
 
 struct Args {
   Mode mode = Mode::kNone;
@@ -77,6 +80,7 @@ bool selectNames(const std::string& list, const char* const (&names)[N], std::ve
                "usage: coll_check (--threads N | --initall N | --procs N) [--colls LIST] [--types LIST]\n"
                "                  [--ops LIST] [--counts LIST] [--quick|--full] [--timeout SEC] [--verbose]\n"
                "                  [--nccl-mem]  (buffers from ncclMemAlloc)\n"
+               "                  [--device]    (device buffers and a stream per rank: ATOLL_DEVICE=emu or cuda)\n"
                "                  [--expect-algo ALGO[,COLL=ALGO...]]\n");
   std::exit(2);
 }
@@ -149,6 +153,10 @@ Args parseArgs(int argc, char** argv) {
       a.passthrough.push_back(s);
     } else if (s == "--nccl-mem") {
       useNcclMem(true);
+      a.passthrough.push_back(s);
+    } else if (s == "--device") {
+      useDevice(true);
+      gDeviceStreams = true;
       a.passthrough.push_back(s);
     } else if (s == "--verbose") {
       a.opt.verbose = true;
@@ -426,7 +434,16 @@ void checkNoColorSplit(const World& w, Stats& st) {
 }
 
 // Everything one world (the local ranks of this thread) runs, then finalize and destroy.
-void runWorld(const World& w, const Options& opt, Stats& st) {
+void runWorld(const World& given, const Options& opt, Stats& st) {
+  World w = given;
+  // --device on the emulated GPU: a stream per rank, which the cases fill late (coll_cases.cc).
+  // CUDA ranks use the NULL stream (this driver links no CUDA runtime to make streams with).
+  const bool emuStreams = gDeviceStreams && atl::device::select().ok() &&
+                          (*atl::device::select())->kind() == atl::device::Kind::Emu;
+  for (size_t l = 0; emuStreams && l < w.ranks.size(); ++l) {
+    atl::Result<cudaStream_t> s = atl::device::emuStreamCreate();
+    w.streams.push_back(s.ok() ? *s : nullptr);
+  }
   checkCommFeatures(w, st);
   const std::vector<Case> cases = buildCases(opt, w.nranks);
   for (const Case& c : cases) {
@@ -441,6 +458,7 @@ void runWorld(const World& w, const Options& opt, Stats& st) {
   expect(st, r == ncclSuccess, "ncclCommFinalize: " + err);
   for (size_t l = 0; l < w.ranks.size(); ++l)
     expect(st, ncclCommDestroy(w.comms[l]) == ncclSuccess, "ncclCommDestroy rank " + std::to_string(w.ranks[l]));
+  for (cudaStream_t s : w.streams) expect(st, atl::device::emuStreamDestroy(s).ok(), "emuStreamDestroy");
 }
 
 void initOne(int n, const ncclUniqueId& id, int rank, const Options& opt, Stats& st) {

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The CUDA backend's device check (issue 16), one call on a GPU machine: build with the CUDA
+# backend, run the device tests, check every collective on device buffers with 1, 2 and 4 ranks
+# sharing the GPU (threads and processes), benchmark device against host buffers, and, where
+# torch with CUDA is installed, run torch.distributed's NCCL backend on our libnccl.so.2.
+#
+#   perf/gpu/check.sh [OUTDIR]       (default: $OUT, else /tmp/atoll-gpu-check)
+#
+# Every step logs to OUTDIR/<step>.log; a summary line per step goes to OUTDIR/summary.txt.
+# Exit status: 0 when every step that ran passed.
+set -u
+cd "$(dirname "$0")/../.."
+out=${1:-${OUT:-/tmp/atoll-gpu-check}}
+mkdir -p "$out"
+build=${ATOLL_GPU_BUILD:-build-gpu}
+summary="$out/summary.txt"
+: > "$summary"
+status=0
+
+step() {  # step NAME TIMEOUT COMMAND...: runs COMMAND, logs it, records PASS/FAIL and the time
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  if timeout "$limit" "$@" > "$out/$name.log" 2>&1; then
+    echo "PASS $name ($((SECONDS - t0)) s)" | tee -a "$summary"
+  else
+    echo "FAIL $name ($((SECONDS - t0)) s, rc $?): see $name.log" | tee -a "$summary"
+    tail -5 "$out/$name.log" | sed 's/^/    /' | tee -a "$summary"
+    status=1
+  fi
+}
+
+nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || echo "nvidia-smi failed" >> "$out/nvidia-smi.txt"
+head -15 "$out/nvidia-smi.txt"
+
+if [ ! -x "$build/tests/coll_check" ]; then
+  step configure 300 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATOLL_WITH_CUDA=ON \
+    -DATOLL_BUILD_BENCH=OFF
+  step build 600 ninja -C "$build" test_device coll_check device_allreduce_bench nccl all_reduce_perf
+fi
+
+export ATOLL_DEVICE=cuda
+step test_device 120 "$build/tests/test_device"
+for n in 1 2 4; do
+  step "coll_threads_$n" 300 "$build/tests/coll_check" --threads "$n" --device --quick --timeout 280
+done
+for n in 2 4; do
+  step "coll_procs_$n" 300 "$build/tests/coll_check" --procs "$n" --device --quick --timeout 280
+done
+step bench_2 300 "$build/perf/device_allreduce_bench" --ranks 2 --min 1K --max 256M --iters 20
+step bench_4 300 "$build/perf/device_allreduce_bench" --ranks 4 --min 1K --max 64M --iters 10
+grep -v '^#' "$out/bench_2.log" > /dev/null 2>&1 && cat "$out/bench_2.log"
+
+# torch.distributed with the NCCL backend, our library preloaded, two processes on the one GPU.
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then
+  step torch_nccl_ours 300 env LD_PRELOAD="$PWD/$build/libnccl.so.2" python3 perf/gpu/torch_nccl_check.py --nproc 2
+  # NVIDIA's NCCL refuses two ranks on one GPU, so the comparison runs one rank per library.
+  step torch_nccl_nvidia_1 300 python3 perf/gpu/torch_nccl_check.py --nproc 1
+  step torch_nccl_ours_1 300 env LD_PRELOAD="$PWD/$build/libnccl.so.2" python3 perf/gpu/torch_nccl_check.py --nproc 1
+else
+  echo "SKIP torch (no torch with CUDA here)" | tee -a "$summary"
+fi
+cat "$summary"
+exit $status

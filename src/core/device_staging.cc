@@ -1,0 +1,150 @@
+#include "core/device_staging.h"
+
+#include <algorithm>
+
+#include "base/debug.h"
+#include "core/comm.h"
+#include "kernels/host/reduce.h"
+
+namespace atl {
+namespace {
+
+constexpr size_t kAlign = 256;  // copy engines and SIMD kernels like aligned staging
+
+size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+/// Bytes an op reads from sendbuff and writes to recvbuff on this rank (0: the buffer is unused).
+struct Extent {
+  size_t send = 0;
+  size_t recv = 0;
+};
+
+Extent extentOf(const OpDesc& op, int nranks, int rank) {
+  const size_t b = op.count * kernels::dtypeSize(op.dtype);
+  const size_t all = b * static_cast<size_t>(nranks);
+  const bool root = rank == op.root;
+  switch (op.coll) {
+    case algo::Coll::AllReduce: return {b, b};
+    case algo::Coll::Broadcast: return {root ? b : 0, b};
+    case algo::Coll::Reduce: return {b, root ? b : 0};
+    case algo::Coll::AllGather: return {b, all};
+    case algo::Coll::ReduceScatter: return {all, b};
+    case algo::Coll::AlltoAll: return {all, all};
+    case algo::Coll::Gather: return {b, root ? all : 0};
+    case algo::Coll::Scatter: return {root ? all : 0, b};
+    case algo::Coll::SendRecv: return op.isSend ? Extent{b, 0} : Extent{0, b};
+  }
+  return {};
+}
+
+bool isPreMulSumOnDevice(const ncclComm* comm, const OpDesc& op, const void** scalarPtr) {
+  if (static_cast<int>(op.op) < ncclNumOps) return false;
+  if (op.coll != algo::Coll::AllReduce && op.coll != algo::Coll::Reduce && op.coll != algo::Coll::ReduceScatter)
+    return false;
+  std::optional<PreMulSum> pm = comm->redops.find(op.op);
+  if (!pm || pm->residence != ncclScalarDevice || !comm->device->needsStaging(pm->scalarPtr)) return false;
+  *scalarPtr = pm->scalarPtr;
+  return true;
+}
+
+}  // namespace
+
+bool stagesCalls(const ncclComm* comm) { return comm->device != nullptr && comm->device->streamOrdered(); }
+
+DeviceStaging::~DeviceStaging() {
+  if (arena_ != nullptr) (void)device_.releaseStaging(arena_);
+}
+
+Status DeviceStaging::Calls::in() {
+  for (cudaStream_t s : streams) ATOLL_CHECK(device_.synchronize(cudaDev_, s));
+  for (const Copy& c : inputs) ATOLL_CHECK(device_.copy(cudaDev_, c.dst, c.src, c.bytes, c.stream));
+  return Status::Ok();
+}
+
+Status DeviceStaging::Calls::out() {
+  for (const Copy& c : outputs) ATOLL_CHECK(device_.copy(cudaDev_, c.dst, c.src, c.bytes, c.stream));
+  return Status::Ok();
+}
+
+Status DeviceStaging::stage(const ncclComm* comm, std::span<OpDesc> ops) {
+  calls_.clear();
+  p2p_ = nullptr;
+  const device::Device& dev = device_;
+  // First pass: how much staging memory the batch needs, so the arena moves at most once.
+  size_t total = 0;
+  for (const OpDesc& op : ops) {
+    if (op.comm != comm) continue;
+    const Extent e = extentOf(op, comm->nranks, comm->rank);
+    const bool s = e.send > 0 && dev.needsStaging(op.sendbuff), r = e.recv > 0 && dev.needsStaging(op.recvbuff);
+    total += (s ? aligned(e.send) : 0) + (r ? aligned(e.recv) : 0);  // the union of overlapping ones is smaller
+    const void* scalar = nullptr;
+    if (isPreMulSumOnDevice(comm, op, &scalar)) total += kAlign;
+  }
+  if (total > capacity_) {
+    if (arena_ != nullptr) ATOLL_CHECK(device_.releaseStaging(arena_));
+    arena_ = nullptr;
+    capacity_ = 0;
+    const size_t want = std::max(total, size_t{1} << 20);
+    ATOLL_ASSIGN_OR_RETURN(void* p, device_.allocateStaging(want));
+    arena_ = static_cast<std::byte*>(p);
+    capacity_ = want;
+    ATOLL_INFO(log::kAlloc, "rank %d: %zu bytes of %s staging memory", comm->rank, want, device_.name());
+  }
+  size_t used = 0;
+  auto take = [&](size_t bytes) {
+    std::byte* p = arena_ + used;
+    used += aligned(bytes);
+    return p;
+  };
+  auto addStream = [](Calls& c, cudaStream_t s) {
+    if (std::find(c.streams.begin(), c.streams.end(), s) == c.streams.end()) c.streams.push_back(s);
+  };
+  for (OpDesc& op : ops) {
+    if (op.comm != comm) continue;
+    Calls* calls = nullptr;
+    if (op.coll == algo::Coll::SendRecv) {
+      if (p2p_ == nullptr) p2p_ = &calls_.emplace_back(device_, cudaDev_);
+      calls = p2p_;
+    } else {
+      calls = &calls_.emplace_back(device_, cudaDev_);
+    }
+    op.staging = calls;
+    const Extent e = extentOf(op, comm->nranks, comm->rank);
+    auto* send = static_cast<const std::byte*>(op.sendbuff);
+    auto* recv = static_cast<std::byte*>(op.recvbuff);
+    const bool stageSend = e.send > 0 && dev.needsStaging(send), stageRecv = e.recv > 0 && dev.needsStaging(recv);
+    // Waiting for the stream first matters even with nothing to copy: a kernel may still be
+    // writing host-visible (pinned or managed) input.
+    if (e.send == 0 || !stageSend) addStream(*calls, op.stream);
+    std::byte* hostSend = const_cast<std::byte*>(send);
+    std::byte* hostRecv = recv;
+    if (stageSend && stageRecv && send < recv + e.recv && recv < send + e.send) {
+      // Overlapping (in place, or NCCL's in-place all-gather layouts): one staged range keeps the
+      // offsets between them, so the plan sees the same in-place shape.
+      const std::byte* lo = std::min<const std::byte*>(send, recv);
+      const std::byte* hi = std::max<const std::byte*>(send + e.send, recv + e.recv);
+      std::byte* base = take(static_cast<size_t>(hi - lo));
+      hostSend = base + (send - lo);
+      hostRecv = base + (recv - lo);
+    } else {
+      if (stageSend) hostSend = take(e.send);
+      if (stageRecv) hostRecv = take(e.recv);
+    }
+    if (stageSend) calls->inputs.push_back({hostSend, send, e.send, op.stream});
+    if (stageRecv) calls->outputs.push_back({recv, hostRecv, e.recv, op.stream});
+    // A buffer the op ignores keeps its relation to the other (ncclBcast passes one buffer).
+    if (e.send == 0 && op.sendbuff == op.recvbuff) hostSend = hostRecv;
+    if (e.recv == 0 && op.recvbuff == op.sendbuff) hostRecv = hostSend;
+    op.sendbuff = hostSend;
+    op.recvbuff = hostRecv;
+    const void* scalar = nullptr;
+    if (isPreMulSumOnDevice(comm, op, &scalar)) {
+      std::byte* slot = take(kernels::dtypeSize(op.dtype));
+      calls->inputs.push_back({slot, scalar, kernels::dtypeSize(op.dtype), op.stream});
+      op.scalarHost = slot;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace atl

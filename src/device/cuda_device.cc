@@ -1,0 +1,243 @@
+#include "device/cuda_device.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <array>
+#include <mutex>
+#include <string>
+
+#include "base/debug.h"
+
+namespace atl::device {
+namespace {
+
+/// The driver entry points the backend uses, resolved by their versioned names (cuda.h maps the
+/// plain names to these at compile time; dlsym needs them spelled out).
+struct Driver {
+  decltype(&::cuInit) init = nullptr;
+  decltype(&::cuDeviceGetCount) deviceGetCount = nullptr;
+  decltype(&::cuDeviceGet) deviceGet = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) primaryCtxRetain = nullptr;
+  decltype(&::cuCtxGetCurrent) ctxGetCurrent = nullptr;
+  decltype(&::cuCtxGetDevice) ctxGetDevice = nullptr;
+  decltype(&::cuCtxPushCurrent) ctxPush = nullptr;
+  decltype(&::cuCtxPopCurrent) ctxPop = nullptr;
+  decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
+  decltype(&::cuMemAlloc) memAlloc = nullptr;
+  decltype(&::cuMemFree) memFree = nullptr;
+  decltype(&::cuMemHostRegister) memHostRegister = nullptr;
+  decltype(&::cuMemHostUnregister) memHostUnregister = nullptr;
+  decltype(&::cuMemcpyAsync) memcpyAsync = nullptr;
+  decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
+  decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;
+  decltype(&::cuGetErrorName) getErrorName = nullptr;
+  decltype(&::cuGetErrorString) getErrorString = nullptr;
+  int deviceCount = 0;
+  std::string why;  // empty when usable
+};
+
+template <class F>
+bool resolve(void* lib, const char* symbol, F* out, std::string* why) {
+  *out = reinterpret_cast<F>(dlsym(lib, symbol));
+  if (*out == nullptr && why->empty()) *why = std::string("libcuda.so.1 lacks ") + symbol;
+  return *out != nullptr;
+}
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver r;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* err = dlerror();
+      r.why = std::string("no CUDA driver (dlopen libcuda.so.1: ") + (err ? err : "not found") + ")";
+      return r;
+    }
+    bool ok = true;
+    ok &= resolve(lib, "cuInit", &r.init, &r.why);
+    ok &= resolve(lib, "cuDeviceGetCount", &r.deviceGetCount, &r.why);
+    ok &= resolve(lib, "cuDeviceGet", &r.deviceGet, &r.why);
+    ok &= resolve(lib, "cuDevicePrimaryCtxRetain", &r.primaryCtxRetain, &r.why);
+    ok &= resolve(lib, "cuCtxGetCurrent", &r.ctxGetCurrent, &r.why);
+    ok &= resolve(lib, "cuCtxGetDevice", &r.ctxGetDevice, &r.why);
+    ok &= resolve(lib, "cuCtxPushCurrent_v2", &r.ctxPush, &r.why);
+    ok &= resolve(lib, "cuCtxPopCurrent_v2", &r.ctxPop, &r.why);
+    ok &= resolve(lib, "cuPointerGetAttribute", &r.pointerGetAttribute, &r.why);
+    ok &= resolve(lib, "cuMemAlloc_v2", &r.memAlloc, &r.why);
+    ok &= resolve(lib, "cuMemFree_v2", &r.memFree, &r.why);
+    ok &= resolve(lib, "cuMemHostRegister_v2", &r.memHostRegister, &r.why);
+    ok &= resolve(lib, "cuMemHostUnregister", &r.memHostUnregister, &r.why);
+    ok &= resolve(lib, "cuMemcpyAsync", &r.memcpyAsync, &r.why);
+    ok &= resolve(lib, "cuStreamSynchronize", &r.streamSynchronize, &r.why);
+    ok &= resolve(lib, "cuStreamIsCapturing", &r.streamIsCapturing, &r.why);
+    ok &= resolve(lib, "cuGetErrorName", &r.getErrorName, &r.why);
+    ok &= resolve(lib, "cuGetErrorString", &r.getErrorString, &r.why);
+    if (!ok) return r;
+    CUresult rc = r.init(0);
+    if (rc != CUDA_SUCCESS) {
+      const char* name = nullptr;
+      r.getErrorName(rc, &name);
+      r.why = std::string("the CUDA driver did not initialise (cuInit: ") + (name ? name : "?") + ")";
+      return r;
+    }
+    if (r.deviceGetCount(&r.deviceCount) != CUDA_SUCCESS || r.deviceCount == 0) r.why = "the CUDA driver sees no GPU";
+    return r;
+  }();
+  return d;
+}
+
+Status cudaError(CUresult rc, const char* what) {
+  const Driver& d = driver();
+  const char* name = nullptr;
+  const char* text = nullptr;
+  d.getErrorName(rc, &name);
+  d.getErrorString(rc, &text);
+  return ATOLL_ERROR(ncclUnhandledCudaError, "%s failed: %s (%s)", what, name ? name : "?", text ? text : "?");
+}
+
+#define ATOLL_CU(call, what)                         \
+  do {                                               \
+    CUresult atoll_rc_ = (call);                     \
+    if (atoll_rc_ != CUDA_SUCCESS) return cudaError(atoll_rc_, what); \
+  } while (0)
+
+/// Makes device `dev`'s context current for a scope: the caller's own when it already is on that
+/// device (a driver-API user's context), else the device's primary context, which the CUDA runtime
+/// (and so PyTorch) allocates its memory and streams in.
+class ContextScope {
+ public:
+  Status enter(int dev) {
+    const Driver& d = driver();
+    CUcontext cur = nullptr;
+    if (d.ctxGetCurrent(&cur) == CUDA_SUCCESS && cur != nullptr) {
+      CUdevice curDev = -1;
+      if (d.ctxGetDevice(&curDev) == CUDA_SUCCESS && curDev == dev) return Status::Ok();
+    }
+    if (dev < 0 || dev >= d.deviceCount)
+      return ATOLL_ERROR(ncclInvalidArgument, "CUDA device %d does not exist (%d visible)", dev, d.deviceCount);
+    CUcontext ctx = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(primaryMutex());
+      CUcontext& slot = primary()[static_cast<size_t>(dev) % primary().size()];
+      if (slot == nullptr) {
+        CUdevice device = 0;
+        ATOLL_CU(d.deviceGet(&device, dev), "cuDeviceGet");
+        ATOLL_CU(d.primaryCtxRetain(&slot, device), "cuDevicePrimaryCtxRetain");  // held for the process
+      }
+      ctx = slot;
+    }
+    ATOLL_CU(d.ctxPush(ctx), "cuCtxPushCurrent");
+    pushed_ = true;
+    return Status::Ok();
+  }
+  ~ContextScope() {
+    if (pushed_) {
+      CUcontext popped = nullptr;
+      (void)driver().ctxPop(&popped);
+    }
+  }
+
+ private:
+  static std::array<CUcontext, 64>& primary() {
+    static std::array<CUcontext, 64> contexts{};
+    return contexts;
+  }
+  static std::mutex& primaryMutex() {
+    static std::mutex m;
+    return m;
+  }
+  bool pushed_ = false;
+};
+
+/// The staged path waits for streams on the host, which a stream being captured into a CUDA graph
+/// forbids (and the wait would invalidate the capture): refuse before touching the stream.
+Status checkNotCapturing(CUstream s) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  ATOLL_CU(driver().streamIsCapturing(s, &status), "cuStreamIsCapturing");
+  if (status != CU_STREAM_CAPTURE_STATUS_NONE)
+    return ATOLL_ERROR(ncclInvalidUsage,
+                       "stream %p is being captured into a CUDA graph: Atoll's CUDA backend runs collectives from the "
+                       "host (staged through host memory) and cannot be captured yet; issue the call outside capture",
+                       static_cast<void*>(s));
+  return Status::Ok();
+}
+
+class CudaDevice final : public Device {
+ public:
+  Kind kind() const override { return Kind::Cuda; }
+  const char* name() const override { return "cuda"; }
+  Result<void*> allocate(size_t bytes) const override {
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(currentDevice()));
+    CUdeviceptr p = 0;
+    ATOLL_CU(driver().memAlloc(&p, bytes == 0 ? 1 : bytes), "cuMemAlloc");
+    return reinterpret_cast<void*>(p);
+  }
+  Status release(void* ptr) const override {
+    if (ptr == nullptr) return Status::Ok();
+    ATOLL_CU(driver().memFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree");
+    return Status::Ok();
+  }
+  Status synchronize(int dev, cudaStream_t stream) const override {
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(dev));
+    ATOLL_CHECK(checkNotCapturing(reinterpret_cast<CUstream>(stream)));
+    ATOLL_CU(driver().streamSynchronize(reinterpret_cast<CUstream>(stream)), "cuStreamSynchronize");
+    return Status::Ok();
+  }
+  bool streamOrdered() const override { return true; }
+  bool needsStaging(const void* ptr) const override {
+    // Device and managed memory are staged; pinned host memory (cudaHostAlloc, registered) and
+    // plain host memory, which the driver does not know (an error here), are read in place.
+    unsigned int type = 0;
+    CUresult rc = driver().pointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(ptr));
+    return rc == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE;
+  }
+  int currentDevice() const override {
+    const Driver& d = driver();
+    CUcontext cur = nullptr;
+    CUdevice dev = 0;
+    if (d.ctxGetCurrent(&cur) == CUDA_SUCCESS && cur != nullptr && d.ctxGetDevice(&dev) == CUDA_SUCCESS) return dev;
+    return 0;
+  }
+  Status copy(int dev, void* dst, const void* src, size_t bytes, cudaStream_t stream) const override {
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(dev));
+    CUstream s = reinterpret_cast<CUstream>(stream);
+    ATOLL_CHECK(checkNotCapturing(s));
+    ATOLL_CU(driver().memcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes, s),
+             "cuMemcpyAsync");
+    ATOLL_CU(driver().streamSynchronize(s), "cuStreamSynchronize");
+    return Status::Ok();
+  }
+  Result<void*> allocateStaging(size_t bytes) const override {
+    ATOLL_ASSIGN_OR_RETURN(void* p, host().allocate(bytes));
+    // Pinned, a copy runs at the link's speed and needs no bounce buffer in the driver; unpinned
+    // it still works, so a refusal (a locked-memory limit) is only logged.
+    CUresult rc = driver().memHostRegister(p, bytes, CU_MEMHOSTREGISTER_PORTABLE);
+    if (rc != CUDA_SUCCESS) {
+      const char* name = nullptr;
+      driver().getErrorName(rc, &name);
+      ATOLL_INFO(log::kAlloc, "cuMemHostRegister of %zu staging bytes failed (%s): copies go through pageable memory",
+                 bytes, name ? name : "?");
+    }
+    return p;
+  }
+  Status releaseStaging(void* ptr) const override {
+    (void)driver().memHostUnregister(ptr);  // fails harmlessly where the register did
+    return host().release(ptr);
+  }
+};
+
+}  // namespace
+
+bool cudaPresent() { return driver().why.empty(); }
+
+Result<const Device*> cuda() {
+  const Driver& d = driver();
+  if (!d.why.empty()) return ATOLL_ERROR(ncclInvalidUsage, "ATOLL_DEVICE=cuda: %s", d.why.c_str());
+  static const CudaDevice device;
+  return &device;
+}
+
+}  // namespace atl::device

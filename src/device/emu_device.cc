@@ -1,0 +1,239 @@
+#include "device/emu_device.h"
+
+#include <sys/mman.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "base/debug.h"
+
+namespace atl::device {
+namespace {
+
+/// One allocation: `size` bytes reserved without access at the device address, held at `bytes`.
+struct Region {
+  size_t size = 0;
+  std::byte* bytes = nullptr;
+};
+
+class Memory {
+ public:
+  Result<void*> allocate(size_t bytes) {
+    const size_t size = (std::max<size_t>(bytes, 1) + 4095) / 4096 * 4096;
+    void* addr = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (addr == MAP_FAILED) return ATOLL_ERROR(ncclSystemError, "emu: cannot reserve %zu bytes of device addresses", bytes);
+    void* view = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (view == MAP_FAILED) {
+      munmap(addr, size);
+      return ATOLL_ERROR(ncclSystemError, "emu: cannot allocate %zu bytes of device memory", bytes);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    regions_[reinterpret_cast<uintptr_t>(addr)] = Region{size, static_cast<std::byte*>(view)};
+    return addr;
+  }
+
+  Status release(void* ptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = regions_.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == regions_.end()) return ATOLL_ERROR(ncclInvalidArgument, "emu: %p is not device memory from ncclMemAlloc", ptr);
+    munmap(ptr, it->second.size);
+    munmap(it->second.bytes, it->second.size);
+    regions_.erase(it);
+    return Status::Ok();
+  }
+
+  /// The region holding `ptr`, if any.
+  bool find(const void* ptr, uintptr_t* base, Region* region) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = regions_.upper_bound(p);
+    if (it == regions_.begin()) return false;
+    --it;
+    if (p >= it->first + it->second.size) return false;
+    *base = it->first;
+    *region = it->second;
+    return true;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<uintptr_t, Region> regions_;
+};
+
+Memory& memory() {
+  static Memory* m = new Memory();  // outlives every stream thread that may still translate
+  return *m;
+}
+
+/// A stream: a thread running its queue in order.
+class Stream {
+ public:
+  Stream() : thread_([this] { run(); }) {}
+  ~Stream() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  void enqueue(std::function<void()> work) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(work));
+    }
+    cv_.notify_all();
+  }
+
+  /// Runs `work` after everything queued before it and returns when it has run.
+  void runAndWait(std::function<void()> work) {
+    bool done = false;
+    enqueue([&] {
+      work();
+      std::lock_guard<std::mutex> lock(mutex_);
+      done = true;
+      doneCv_.notify_all();
+    });
+    std::unique_lock<std::mutex> lock(mutex_);
+    doneCv_.wait(lock, [&] { return done; });
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing left to run
+      std::function<void()> work = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      work();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_, doneCv_;
+  std::deque<std::function<void()>> queue_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the rest exists
+};
+
+class Streams {
+ public:
+  Result<Stream*> get(cudaStream_t handle) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (handle == nullptr) {
+      if (!default_) default_ = std::make_unique<Stream>();
+      return default_.get();
+    }
+    auto* s = reinterpret_cast<Stream*>(handle);
+    if (live_.count(s) == 0)
+      return ATOLL_ERROR(ncclInvalidArgument, "emu: stream %p was not made by the emulated device (or was destroyed)",
+                         static_cast<void*>(handle));
+    return s;
+  }
+  cudaStream_t create() {
+    auto* s = new Stream();
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.insert(s);
+    return reinterpret_cast<cudaStream_t>(s);
+  }
+  Status destroy(cudaStream_t handle) {
+    auto* s = reinterpret_cast<Stream*>(handle);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (live_.erase(s) == 0)
+        return ATOLL_ERROR(ncclInvalidArgument, "emu: stream %p is not a live stream", static_cast<void*>(handle));
+    }
+    delete s;  // runs what is queued first, as cudaStreamDestroy lets it
+    return Status::Ok();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::set<Stream*> live_;
+  std::unique_ptr<Stream> default_;
+};
+
+Streams& streams() {
+  static Streams s;
+  return s;
+}
+
+/// The bytes behind [ptr, ptr + bytes): the emulator's view for device memory, `ptr` itself for
+/// host memory; nullptr when the range starts in device memory and runs past its allocation.
+std::byte* resolve(const void* ptr, size_t bytes) {
+  uintptr_t base = 0;
+  Region r;
+  if (!memory().find(ptr, &base, &r)) return static_cast<std::byte*>(const_cast<void*>(ptr));
+  const size_t off = reinterpret_cast<uintptr_t>(ptr) - base;
+  if (bytes > r.size - off) return nullptr;
+  return r.bytes + off;
+}
+
+class EmuDevice final : public Device {
+ public:
+  Kind kind() const override { return Kind::Emu; }
+  const char* name() const override { return "emu"; }
+  Result<void*> allocate(size_t bytes) const override {
+    if (bytes > (SIZE_MAX >> 1)) return ATOLL_ERROR(ncclSystemError, "emu: allocation of %zu bytes failed", bytes);
+    return memory().allocate(bytes);
+  }
+  Status release(void* ptr) const override { return memory().release(ptr); }
+  Status synchronize(int, cudaStream_t stream) const override {
+    ATOLL_ASSIGN_OR_RETURN(Stream * s, streams().get(stream));
+    s->runAndWait([] {});
+    return Status::Ok();
+  }
+  bool streamOrdered() const override { return true; }
+  bool needsStaging(const void* ptr) const override {
+    uintptr_t base = 0;
+    Region r;
+    return memory().find(ptr, &base, &r);
+  }
+  Status copy(int, void* dst, const void* src, size_t bytes, cudaStream_t stream) const override {
+    std::byte* to = resolve(dst, bytes);
+    const std::byte* from = resolve(src, bytes);
+    if (to == nullptr || from == nullptr)
+      return ATOLL_ERROR(ncclInvalidArgument, "emu: copy of %zu bytes from %p to %p runs past a device allocation", bytes,
+                         src, dst);
+    ATOLL_ASSIGN_OR_RETURN(Stream * s, streams().get(stream));
+    s->runAndWait([=] { std::memcpy(to, from, bytes); });
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+const Device& emu() {
+  static const EmuDevice device;
+  return device;
+}
+
+Result<cudaStream_t> emuStreamCreate() { return streams().create(); }
+
+Status emuStreamDestroy(cudaStream_t stream) { return streams().destroy(stream); }
+
+Status emuEnqueue(cudaStream_t stream, std::function<void()> work) {
+  ATOLL_ASSIGN_OR_RETURN(Stream * s, streams().get(stream));
+  s->enqueue(std::move(work));
+  return Status::Ok();
+}
+
+void* emuHostView(const void* ptr, size_t bytes) {
+  uintptr_t base = 0;
+  Region r;
+  if (!memory().find(ptr, &base, &r)) return nullptr;
+  return resolve(ptr, bytes);
+}
+
+}  // namespace atl::device
