@@ -8,6 +8,13 @@
 #
 # Every step logs to OUTDIR/<step>.log; a summary line per step goes to OUTDIR/summary.txt.
 # Exit status: 0 when every step that ran passed.
+#
+# Where the GPU machine cannot build (no compiler, CMake or GoogleTest there), build here with
+# only libraries such a machine has, and carry the build directory:
+#   cmake -S . -B build-gpu -G Ninja -DATOLL_WITH_CUDA=ON -DATOLL_WITH_HWLOC=OFF -DATOLL_WITH_UCX=OFF \
+#         -DATOLL_WITH_IBVERBS=OFF -DATOLL_BUILD_BENCH=OFF
+#   ninja -C build-gpu test_device coll_check device_allreduce_bench nccl
+# The script skips the build when build-gpu/tests/coll_check exists (ATOLL_GPU_BUILD names another).
 set -u
 cd "$(dirname "$0")/../.."
 out=${1:-${OUT:-/tmp/atoll-gpu-check}}

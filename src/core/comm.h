@@ -10,6 +10,7 @@
 #include "core/call_check_inbox.h"
 #include "core/call_report.h"
 #include "core/comm_topology.h"
+#include "core/device_proxy.h"
 #include "core/device_staging.h"
 #include "core/plan_cache.h"
 #include "core/redop.h"
@@ -73,6 +74,9 @@ struct ncclComm {
   const atl::device::Device* device = nullptr;
   std::unique_ptr<atl::DeviceStaging> staging;  // calls on device memory (made by the first one)
   uint64_t windowSeq = 0;  // windows registered so far (collective, so equal on every rank)
+  // Runs the calls of a stream-ordered device (core/device_proxy.h). Destroyed before everything
+  // above it, so its thread has stopped before anything it touches goes.
+  std::unique_ptr<atl::DeviceProxy> proxy;
   // One-sided engine, made with the first window. Last member: destroyed first, so its progress
   // thread stops before anything it could touch goes.
   std::unique_ptr<atl::rma::Engine> rma;

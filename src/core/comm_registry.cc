@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "core/comm.h"
+#include "core/device_proxy.h"
 
 namespace atl {
 namespace {
@@ -47,6 +48,8 @@ bool isLiveComm(const ncclComm* comm) {
 
 Status abortActiveCalls(ncclComm* comm, const char* caller) {
   comm->abortFlag.store(true, std::memory_order_release);
+  // Queued device calls run now and fail at once on the abort flag, releasing their streams.
+  (void)drainDeviceCalls(comm);
   for (int i = 0; i < 10000 && comm->activeCalls.load() > 0; ++i) usleep(1000);
   if (comm->activeCalls.load() > 0)
     return ATOLL_ERROR(ncclInternalError, "%s: a call did not leave the communicator within 10 s", caller);

@@ -55,14 +55,20 @@ DeviceStaging::~DeviceStaging() {
   if (arena_ != nullptr) (void)device_.releaseStaging(arena_);
 }
 
+bool touchesDeviceMemory(const ncclComm* comm, const OpDesc& op) {
+  const Extent e = extentOf(op, comm->nranks, comm->rank);
+  const void* scalar = nullptr;
+  return (e.send > 0 && comm->device->needsStaging(op.sendbuff)) ||
+         (e.recv > 0 && comm->device->needsStaging(op.recvbuff)) || isPreMulSumOnDevice(comm, op, &scalar);
+}
+
 Status DeviceStaging::Calls::in() {
-  for (cudaStream_t s : streams) ATOLL_CHECK(device_.synchronize(cudaDev_, s));
-  for (const Copy& c : inputs) ATOLL_CHECK(device_.copy(cudaDev_, c.dst, c.src, c.bytes, c.stream));
+  for (const Copy& c : inputs) ATOLL_CHECK(owner_.device_.copy(owner_.cudaDev_, c.dst, c.src, c.bytes, owner_.copyStream_));
   return Status::Ok();
 }
 
 Status DeviceStaging::Calls::out() {
-  for (const Copy& c : outputs) ATOLL_CHECK(device_.copy(cudaDev_, c.dst, c.src, c.bytes, c.stream));
+  for (const Copy& c : outputs) ATOLL_CHECK(owner_.device_.copy(owner_.cudaDev_, c.dst, c.src, c.bytes, owner_.copyStream_));
   return Status::Ok();
 }
 
@@ -96,26 +102,20 @@ Status DeviceStaging::stage(const ncclComm* comm, std::span<OpDesc> ops) {
     used += aligned(bytes);
     return p;
   };
-  auto addStream = [](Calls& c, cudaStream_t s) {
-    if (std::find(c.streams.begin(), c.streams.end(), s) == c.streams.end()) c.streams.push_back(s);
-  };
   for (OpDesc& op : ops) {
     if (op.comm != comm) continue;
     Calls* calls = nullptr;
     if (op.coll == algo::Coll::SendRecv) {
-      if (p2p_ == nullptr) p2p_ = &calls_.emplace_back(device_, cudaDev_);
+      if (p2p_ == nullptr) p2p_ = &calls_.emplace_back(*this);
       calls = p2p_;
     } else {
-      calls = &calls_.emplace_back(device_, cudaDev_);
+      calls = &calls_.emplace_back(*this);
     }
     op.staging = calls;
     const Extent e = extentOf(op, comm->nranks, comm->rank);
     auto* send = static_cast<const std::byte*>(op.sendbuff);
     auto* recv = static_cast<std::byte*>(op.recvbuff);
     const bool stageSend = e.send > 0 && dev.needsStaging(send), stageRecv = e.recv > 0 && dev.needsStaging(recv);
-    // Waiting for the stream first matters even with nothing to copy: a kernel may still be
-    // writing host-visible (pinned or managed) input.
-    if (e.send == 0 || !stageSend) addStream(*calls, op.stream);
     std::byte* hostSend = const_cast<std::byte*>(send);
     std::byte* hostRecv = recv;
     if (stageSend && stageRecv && send < recv + e.recv && recv < send + e.send) {
@@ -130,8 +130,8 @@ Status DeviceStaging::stage(const ncclComm* comm, std::span<OpDesc> ops) {
       if (stageSend) hostSend = take(e.send);
       if (stageRecv) hostRecv = take(e.recv);
     }
-    if (stageSend) calls->inputs.push_back({hostSend, send, e.send, op.stream});
-    if (stageRecv) calls->outputs.push_back({recv, hostRecv, e.recv, op.stream});
+    if (stageSend) calls->inputs.push_back({hostSend, send, e.send});
+    if (stageRecv) calls->outputs.push_back({recv, hostRecv, e.recv});
     // A buffer the op ignores keeps its relation to the other (ncclBcast passes one buffer).
     if (e.send == 0 && op.sendbuff == op.recvbuff) hostSend = hostRecv;
     if (e.recv == 0 && op.recvbuff == op.sendbuff) hostRecv = hostSend;
@@ -140,7 +140,7 @@ Status DeviceStaging::stage(const ncclComm* comm, std::span<OpDesc> ops) {
     const void* scalar = nullptr;
     if (isPreMulSumOnDevice(comm, op, &scalar)) {
       std::byte* slot = take(kernels::dtypeSize(op.dtype));
-      calls->inputs.push_back({slot, scalar, kernels::dtypeSize(op.dtype), op.stream});
+      calls->inputs.push_back({slot, scalar, kernels::dtypeSize(op.dtype)});
       op.scalarHost = slot;
     }
   }

@@ -117,7 +117,7 @@ Status stageDeviceCalls(std::span<const OpDesc>& ops) {
     bool first = true;  // stage each communicator's ops once, at its first op
     for (size_t j = 0; j < i && first; ++j) first = staged[j].comm != comm;
     if (!first) continue;
-    if (!comm->staging) comm->staging = std::make_unique<DeviceStaging>(*comm->device, comm->cudaDev);
+    if (!comm->staging) return ATOLL_ERROR(ncclInternalError, "rank %d: device call outside its proxy", comm->rank);
     ATOLL_CHECK(comm->staging->stage(comm, staged));
   }
   ops = staged;
@@ -225,7 +225,49 @@ Status runOps(std::span<const OpDesc> ops) {
   return result;
 }
 
+/// Hands the ops of communicators on stream-ordered devices to their proxies (device_proxy.h),
+/// which run them after their streams' earlier work; runs the others here. Waits only for the
+/// proxies' groups that must be complete on return (host memory, or streams that cannot wait).
+Status dispatchOps(std::span<const OpDesc> ops) {
+  bool any = false;
+  for (const OpDesc& op : ops) any = any || stagesCalls(op.comm);
+  if (!any) return runOps(ops);
+  std::vector<OpDesc> here;
+  std::vector<ncclComm*> proxied;
+  for (const OpDesc& op : ops) {
+    if (!stagesCalls(op.comm)) {
+      here.push_back(op);
+    } else if (std::find(proxied.begin(), proxied.end(), op.comm) == proxied.end()) {
+      proxied.push_back(op.comm);
+    }
+  }
+  Status first;
+  std::vector<std::pair<ncclComm*, uint32_t>> waits;
+  std::vector<OpDesc> mine;
+  for (ncclComm* comm : proxied) {
+    mine.clear();
+    for (const OpDesc& op : ops)
+      if (op.comm == comm) mine.push_back(op);
+    if (!comm->proxy) comm->proxy = std::make_unique<DeviceProxy>(comm);
+    uint32_t ticket = 0;
+    Status s = comm->proxy->submit(mine, &ticket);
+    if (!s.ok() && first.ok()) first = s;
+    if (ticket != 0) waits.emplace_back(comm, ticket);
+  }
+  if (!here.empty()) {
+    Status s = runOps(here);
+    if (first.ok()) first = s;
+  }
+  for (auto& [comm, ticket] : waits) {
+    Status s = comm->proxy->wait(ticket);
+    if (first.ok()) first = s;
+  }
+  return first;
+}
+
 }  // namespace
+
+Status runBatch(std::span<const OpDesc> ops) { return runOps(ops); }
 
 bool inGroup() { return tGroup.depth > 0; }
 
@@ -244,7 +286,7 @@ Status groupEnd() {
   Status initResult = inits.empty() ? Status::Ok() : runInits(inits);
   if (!initResult.ok()) return initResult;
   if (ops.empty()) return Status::Ok();
-  return runOps(ops);
+  return dispatchOps(ops);
 }
 
 Status enqueueOp(const OpDesc& op) {
@@ -252,7 +294,7 @@ Status enqueueOp(const OpDesc& op) {
     tGroup.ops.push_back(op);
     return Status::Ok();
   }
-  return runOps(std::span<const OpDesc>(&op, 1));
+  return dispatchOps(std::span<const OpDesc>(&op, 1));
 }
 
 Status enqueueInit(std::function<Status()> init) {

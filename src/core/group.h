@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 
 #include "algorithms/schedule.h"
 #include "base/status.h"
@@ -40,6 +41,8 @@ bool inGroup();
 
 /// Queues an operation; runs it at once (as a group of one) when no group is open.
 Status enqueueOp(const OpDesc& op);
+/// Runs validated ops of one group on this thread (the device proxy's, core/device_proxy.h).
+Status runBatch(std::span<const OpDesc> ops);
 /// Queues a communicator initialisation (ncclCommInitRank inside a group); runs now otherwise.
 Status enqueueInit(std::function<Status()> init);
 /// A communicator derived from `comm` (split, shrink, grow): inside a group the derivation is

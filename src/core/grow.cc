@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "bootstrap/bootstrap.h"
+#include "core/device_proxy.h"
 #include "core/group.h"
 #include "core/init.h"
 #include "core/nccl_api.h"
@@ -111,6 +112,7 @@ NCCL_API(ncclResult_t, ncclCommGrow, ncclComm_t comm, int nRanks, const ncclUniq
          ncclComm_t* newcomm, ncclConfig_t* config) {
   return apiGuard(__func__, [&]() -> Status {
     if (newcomm == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommGrow: newcomm is NULL");
+    if (comm != nullptr && isLiveComm(comm)) ATOLL_CHECK(drainDeviceCalls(comm));
     if (comm == nullptr) {
       // A new rank: an ordinary init with the id the root handed out.
       if (uniqueId == nullptr)

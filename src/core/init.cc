@@ -16,6 +16,7 @@
 #include "base/params.h"
 #include "core/comm_topology.h"
 #include "core/connect.h"
+#include "core/device_proxy.h"
 #include "core/group.h"
 #include "core/net_placement.h"
 #include "core/nccl_api.h"
@@ -306,8 +307,12 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
 }
 
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
-  // The host backend completes every call before returning, so there is nothing left to flush.
-  return apiGuard(__func__, [&] { return checkCommUsable(comm, "ncclCommFinalize"); });
+  // The host backend completes every call before returning; a device communicator's proxy may
+  // still hold queued calls (core/device_proxy.h): flush them, reporting the first that failed.
+  return apiGuard(__func__, [&]() -> Status {
+    ATOLL_CHECK(checkCommUsable(comm, "ncclCommFinalize"));
+    return drainDeviceCalls(comm);
+  });
 }
 
 NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
@@ -315,6 +320,7 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
     if (comm == nullptr) return Status::Ok();  // as NCCL: destroying NULL is a no-op
     if (!isLiveComm(comm))
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommDestroy: %p is not a live communicator", (void*)comm);
+    (void)drainDeviceCalls(comm);  // queued calls finish first (their errors were reported already)
     if (comm->activeCalls.load() > 0)
       return ATOLL_ERROR(ncclInvalidUsage, "ncclCommDestroy: communicator is still in use by another thread");
     if (comm->state.load() == CommState::Initializing && !comm->initThread.joinable())

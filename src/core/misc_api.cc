@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "core/comm.h"
+#include "core/device_proxy.h"
 #include "core/nccl_api.h"
 #include "kernels/host/reduce.h"
 
@@ -101,6 +102,7 @@ NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
 NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
   return apiGuard(__func__, [&]() -> Status {
     ATOLL_CHECK(checkComm(comm, "ncclCommRegister"));
+    ATOLL_CHECK(drainDeviceCalls(comm));
     if (handle == nullptr || (buff == nullptr && size > 0))
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommRegister: NULL handle or buffer");
     *handle = comm->registrations.add(buff, size);
@@ -111,6 +113,7 @@ NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size
 NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
   return apiGuard(__func__, [&]() -> Status {
     ATOLL_CHECK(checkComm(comm, "ncclCommDeregister"));
+    ATOLL_CHECK(drainDeviceCalls(comm));
     if (!comm->registrations.remove(handle))
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommDeregister: %p is not a registration of this communicator", handle);
     return Status::Ok();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "algorithms/binomial.h"
+#include "core/device_proxy.h"
 #include "core/group.h"
 #include "core/init.h"
 #include "core/nccl_api.h"
@@ -128,6 +129,7 @@ Status atl::deferToGroupEnd(ncclComm* comm, ncclComm_t* newcomm, const char* fn,
 NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
          ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   return apiGuard(__func__, [&]() -> Status {
+    if (isLiveComm(comm)) (void)drainDeviceCalls(comm);  // a failed call is the shrink's reason, not its error
     if (!inGroup()) return shrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
     std::vector<int> list(excludeRanksList, excludeRanksList + std::max(excludeRanksCount, 0));
     return deferToGroupEnd(comm, newcomm, "ncclCommShrink",
@@ -137,6 +139,7 @@ NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, i
 
 NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   return apiGuard(__func__, [&]() -> Status {
+    if (isLiveComm(comm)) ATOLL_CHECK(drainDeviceCalls(comm));
     if (!inGroup()) return split(comm, color, key, newcomm, config);
     return deferToGroupEnd(comm, newcomm, "ncclCommSplit", [=] { return split(comm, color, key, newcomm, config); });
   });

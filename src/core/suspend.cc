@@ -5,6 +5,7 @@
 // with the peer that holds the other end, so they stay until destroy, and MemStats reports them as
 // persistent. Suspend is local, as in NCCL: a peer keeps running until it needs this rank.
 #include "core/comm.h"
+#include "core/device_proxy.h"
 #include "core/nccl_api.h"
 #include "core/rma.h"
 
@@ -26,6 +27,7 @@ uint64_t linkBytes(const ncclComm* comm) {
 NCCL_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags) {
   return apiGuard(__func__, [&]() -> Status {
     ATOLL_CHECK(checkComm(comm, "ncclCommSuspend"));
+    ATOLL_CHECK(drainDeviceCalls(comm));
     if ((flags & ~NCCL_SUSPEND_MEM) != 0)
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommSuspend: unknown flags 0x%x (only NCCL_SUSPEND_MEM)", flags);
     if (comm->activeCalls.load(std::memory_order_acquire) != 0)

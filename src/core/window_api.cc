@@ -15,6 +15,7 @@
 #include "base/wire_codec.h"
 #include "core/comm.h"
 #include "core/connect.h"
+#include "core/device_proxy.h"
 #include "core/group.h"
 #include "core/nccl_api.h"
 #include "core/rma.h"
@@ -86,6 +87,7 @@ NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size
          int winFlags) {
   return apiGuard(__func__, [&]() -> Status {
     ATOLL_CHECK(checkCommUsable(comm, "ncclCommWindowRegister"));
+    ATOLL_CHECK(drainDeviceCalls(comm));
     if (win == nullptr) return ATOLL_ERROR(ncclInvalidArgument, "ncclCommWindowRegister: win is NULL");
     if (buff == nullptr || size == 0)
       return ATOLL_ERROR(ncclInvalidArgument, "ncclCommWindowRegister: empty buffer (%p, %zu bytes)", buff, size);
@@ -145,6 +147,7 @@ NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size
 NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
   return apiGuard(__func__, [&]() -> Status {
     ATOLL_CHECK(checkComm(comm, "ncclCommWindowDeregister"));
+    ATOLL_CHECK(drainDeviceCalls(comm));
     RegistrationTable::Entry e;
     ATOLL_CHECK(findWindow(comm, win, "ncclCommWindowDeregister", &e));
     if (comm->rma) comm->rma->removeWindow(e.tag);

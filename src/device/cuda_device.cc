@@ -4,8 +4,10 @@
 #include <dlfcn.h>
 
 #include <array>
+#include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/debug.h"
 
@@ -31,6 +33,15 @@ struct Driver {
   decltype(&::cuMemcpyAsync) memcpyAsync = nullptr;
   decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
   decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;
+  decltype(&::cuEventCreate) eventCreate = nullptr;
+  decltype(&::cuEventRecord) eventRecord = nullptr;
+  decltype(&::cuEventQuery) eventQuery = nullptr;
+  decltype(&::cuEventDestroy) eventDestroy = nullptr;
+  decltype(&::cuStreamCreate) streamCreate = nullptr;
+  decltype(&::cuStreamDestroy) streamDestroy = nullptr;
+  decltype(&::cuMemHostAlloc) memHostAlloc = nullptr;
+  decltype(&::cuMemHostGetDevicePointer) memHostGetDevicePointer = nullptr;
+  decltype(&::cuStreamWaitValue32) streamWaitValue32 = nullptr;  // optional: without it, waits are on the host
   decltype(&::cuGetErrorName) getErrorName = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
   int deviceCount = 0;
@@ -70,6 +81,17 @@ const Driver& driver() {
     ok &= resolve(lib, "cuMemcpyAsync", &r.memcpyAsync, &r.why);
     ok &= resolve(lib, "cuStreamSynchronize", &r.streamSynchronize, &r.why);
     ok &= resolve(lib, "cuStreamIsCapturing", &r.streamIsCapturing, &r.why);
+    ok &= resolve(lib, "cuEventCreate", &r.eventCreate, &r.why);
+    ok &= resolve(lib, "cuEventRecord", &r.eventRecord, &r.why);
+    ok &= resolve(lib, "cuEventQuery", &r.eventQuery, &r.why);
+    ok &= resolve(lib, "cuEventDestroy_v2", &r.eventDestroy, &r.why);
+    ok &= resolve(lib, "cuStreamCreate", &r.streamCreate, &r.why);
+    ok &= resolve(lib, "cuStreamDestroy_v2", &r.streamDestroy, &r.why);
+    ok &= resolve(lib, "cuMemHostAlloc", &r.memHostAlloc, &r.why);
+    ok &= resolve(lib, "cuMemHostGetDevicePointer_v2", &r.memHostGetDevicePointer, &r.why);
+    r.streamWaitValue32 = reinterpret_cast<decltype(r.streamWaitValue32)>(dlsym(lib, "cuStreamWaitValue32_v2"));
+    if (r.streamWaitValue32 == nullptr)
+      r.streamWaitValue32 = reinterpret_cast<decltype(r.streamWaitValue32)>(dlsym(lib, "cuStreamWaitValue32"));
     ok &= resolve(lib, "cuGetErrorName", &r.getErrorName, &r.why);
     ok &= resolve(lib, "cuGetErrorString", &r.getErrorString, &r.why);
     if (!ok) return r;
@@ -227,6 +249,80 @@ class CudaDevice final : public Device {
     (void)driver().memHostUnregister(ptr);  // fails harmlessly where the register did
     return host().release(ptr);
   }
+  Result<void*> mark(int dev, cudaStream_t stream) const override {
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(dev));
+    CUstream s = reinterpret_cast<CUstream>(stream);
+    ATOLL_CHECK(checkNotCapturing(s));
+    CUevent ev = nullptr;
+    ATOLL_CU(driver().eventCreate(&ev, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    CUresult rc = driver().eventRecord(ev, s);
+    if (rc != CUDA_SUCCESS) {
+      (void)driver().eventDestroy(ev);
+      return cudaError(rc, "cuEventRecord");
+    }
+    return static_cast<void*>(ev);
+  }
+  Result<bool> markPassed(int dev, void* marker) const override {
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(dev));
+    CUresult rc = driver().eventQuery(static_cast<CUevent>(marker));
+    if (rc == CUDA_SUCCESS) return true;
+    if (rc == CUDA_ERROR_NOT_READY) return false;
+    return cudaError(rc, "cuEventQuery");
+  }
+  void releaseMark(int dev, void* marker) const override {
+    ContextScope scope;
+    if (scope.enter(dev).ok()) (void)driver().eventDestroy(static_cast<CUevent>(marker));  // freed once it completes
+  }
+  Result<uint32_t*> takeCounter(int dev) const override {
+    {
+      std::lock_guard<std::mutex> lock(counterMutex_);
+      if (!freeCounters_.empty()) {
+        uint32_t* c = freeCounters_.back();
+        freeCounters_.pop_back();
+        return c;
+      }
+    }
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(dev));
+    void* p = nullptr;
+    // Mapped, so a stream can watch it; portable, so any context can.
+    ATOLL_CU(driver().memHostAlloc(&p, 64, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc");
+    std::memset(p, 0, 64);
+    return static_cast<uint32_t*>(p);
+  }
+  void returnCounter(uint32_t* counter) const override {
+    std::lock_guard<std::mutex> lock(counterMutex_);
+    freeCounters_.push_back(counter);
+  }
+  bool streamWaitCounter(int dev, cudaStream_t stream, const uint32_t* counter, uint32_t value) const override {
+    const Driver& d = driver();
+    if (d.streamWaitValue32 == nullptr) return false;
+    ContextScope scope;
+    if (!scope.enter(dev).ok()) return false;
+    CUdeviceptr addr = 0;
+    if (d.memHostGetDevicePointer(&addr, const_cast<uint32_t*>(counter), 0) != CUDA_SUCCESS) return false;
+    return d.streamWaitValue32(reinterpret_cast<CUstream>(stream), addr, value, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS;
+  }
+  Result<cudaStream_t> createStream(int dev) const override {
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(dev));
+    CUstream s = nullptr;
+    // Non-blocking: a user working on the legacy NULL stream must not serialise with it.
+    ATOLL_CU(driver().streamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    return reinterpret_cast<cudaStream_t>(s);
+  }
+  Status destroyStream(int dev, cudaStream_t stream) const override {
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(dev));
+    ATOLL_CU(driver().streamDestroy(reinterpret_cast<CUstream>(stream)), "cuStreamDestroy");
+    return Status::Ok();
+  }
+
+ private:
+  mutable std::mutex counterMutex_;
+  mutable std::vector<uint32_t*> freeCounters_;
 };
 
 }  // namespace

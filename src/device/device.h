@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "base/status.h"
 #include "nccl.h"
@@ -43,6 +44,27 @@ class Device {
   /// Host memory the backend copies to and from fastest (pinned on CUDA), for staging.
   virtual Result<void*> allocateStaging(size_t bytes) const;
   virtual Status releaseStaging(void* ptr) const;
+
+  // What the proxy thread of stream-ordered backends needs (core/device_proxy.h); the host
+  // backend, whose calls finish before they return, has none of it.
+  /// A point in `stream`'s work (an event). markPassed asks, without blocking, whether the stream
+  /// has got past it (the proxy polls, so an abort is never stuck behind a stream that hangs);
+  /// releaseMark frees it, passed or not.
+  virtual Result<void*> mark(int dev, cudaStream_t stream) const;
+  virtual Result<bool> markPassed(int dev, void* marker) const;
+  virtual void releaseMark(int dev, void* marker) const;
+  /// A 32-bit host word the device can watch, for streamWaitCounter. Counters are never freed:
+  /// a stream may still be watching one after its communicator is gone, so they go back to a
+  /// pool and keep counting from where they were (a new owner's values only grow).
+  virtual Result<uint32_t*> takeCounter(int dev) const;
+  virtual void returnCounter(uint32_t* counter) const;
+  /// Makes the work enqueued on `stream` after this point wait until `*counter` reaches `value`
+  /// (compared as a wrapping sequence). False when the device cannot (no stream memory
+  /// operations): the caller then waits on the host instead.
+  virtual bool streamWaitCounter(int dev, cudaStream_t stream, const uint32_t* counter, uint32_t value) const;
+  /// A stream of the library's own, for the copies the proxy makes while user streams wait.
+  virtual Result<cudaStream_t> createStream(int dev) const;
+  virtual Status destroyStream(int dev, cudaStream_t stream) const;
 };
 
 /// The backend chosen by ATOLL_DEVICE (auto: CUDA if a driver and a GPU are present, else host).

@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "base/debug.h"
 
@@ -180,6 +183,50 @@ std::byte* resolve(const void* ptr, size_t bytes) {
   return r.bytes + off;
 }
 
+/// Counters handed out and returned (Device::takeCounter: never freed, since a stream may still
+/// be watching one).
+class CounterPool {
+ public:
+  uint32_t* take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_.empty()) {
+      uint32_t* c = free_.back();
+      free_.pop_back();
+      return c;
+    }
+    all_.push_back(std::make_unique<uint32_t>(0));
+    return all_.back().get();
+  }
+  void give(uint32_t* c) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(c);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<uint32_t>> all_;
+  std::vector<uint32_t*> free_;
+};
+
+CounterPool& counters() {
+  static CounterPool* p = new CounterPool();  // stream threads may read counters during exit
+  return *p;
+}
+
+/// A point in a stream's work, shared by the stream's item that passes it and the proxy that
+/// asks about it.
+struct Mark {
+  std::atomic<bool> passed{false};  // first: markPassed reads it through the handle
+  std::atomic<int> owners{2};
+};
+
+/// Polls with a short sleep: these waits last as long as a collective, and a spinning stream
+/// thread would take a core from the ranks it waits for.
+template <class Done>
+void pollUntil(Done done) {
+  while (!done()) std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
 class EmuDevice final : public Device {
  public:
   Kind kind() const override { return Kind::Emu; }
@@ -210,6 +257,36 @@ class EmuDevice final : public Device {
     s->runAndWait([=] { std::memcpy(to, from, bytes); });
     return Status::Ok();
   }
+  Result<void*> mark(int, cudaStream_t stream) const override {
+    ATOLL_ASSIGN_OR_RETURN(Stream * s, streams().get(stream));
+    auto* m = new Mark();
+    s->enqueue([m] {
+      m->passed.store(true, std::memory_order_release);
+      if (m->owners.fetch_sub(1, std::memory_order_acq_rel) == 1) delete m;
+    });
+    return static_cast<void*>(m);
+  }
+  Result<bool> markPassed(int, void* marker) const override {
+    return static_cast<Mark*>(marker)->passed.load(std::memory_order_acquire);
+  }
+  void releaseMark(int, void* marker) const override {
+    // The stream may not have reached it yet: the stream's item frees it, or this does, whichever
+    // comes second.
+    auto* m = static_cast<Mark*>(marker);
+    if (m->owners.fetch_sub(1, std::memory_order_acq_rel) == 1) delete m;
+  }
+  Result<uint32_t*> takeCounter(int) const override { return counters().take(); }
+  void returnCounter(uint32_t* counter) const override { counters().give(counter); }
+  bool streamWaitCounter(int, cudaStream_t stream, const uint32_t* counter, uint32_t value) const override {
+    Result<Stream*> s = streams().get(stream);
+    if (!s.ok()) return false;
+    (*s)->enqueue([counter, value] {
+      pollUntil([&] { return static_cast<int32_t>(__atomic_load_n(counter, __ATOMIC_ACQUIRE) - value) >= 0; });
+    });
+    return true;
+  }
+  Result<cudaStream_t> createStream(int) const override { return emuStreamCreate(); }
+  Status destroyStream(int, cudaStream_t stream) const override { return emuStreamDestroy(stream); }
 };
 
 }  // namespace

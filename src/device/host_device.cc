@@ -48,6 +48,21 @@ Result<void*> Device::allocateStaging(size_t bytes) const { return host().alloca
 
 Status Device::releaseStaging(void* ptr) const { return host().release(ptr); }
 
+namespace {
+Status noStreams(const Device& d, const char* what) {
+  return ATOLL_ERROR(ncclInternalError, "the %s backend has no streams (%s)", d.name(), what);
+}
+}  // namespace
+
+Result<void*> Device::mark(int, cudaStream_t) const { return noStreams(*this, "mark"); }
+Result<bool> Device::markPassed(int, void*) const { return noStreams(*this, "markPassed"); }
+void Device::releaseMark(int, void*) const {}
+Result<uint32_t*> Device::takeCounter(int) const { return noStreams(*this, "takeCounter"); }
+void Device::returnCounter(uint32_t*) const {}
+bool Device::streamWaitCounter(int, cudaStream_t, const uint32_t*, uint32_t) const { return false; }
+Result<cudaStream_t> Device::createStream(int) const { return noStreams(*this, "createStream"); }
+Status Device::destroyStream(int, cudaStream_t) const { return noStreams(*this, "destroyStream"); }
+
 const Device& host() {
   static const HostDevice device;
   return device;

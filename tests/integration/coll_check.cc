@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "device/emu_device.h"
+#include "device/device.h"
 #include "nccl.h"
 #include "tests/integration/coll_cases.h"
 
@@ -436,12 +436,16 @@ void checkNoColorSplit(const World& w, Stats& st) {
 // Everything one world (the local ranks of this thread) runs, then finalize and destroy.
 void runWorld(const World& given, const Options& opt, Stats& st) {
   World w = given;
-  // --device on the emulated GPU: a stream per rank, which the cases fill late (coll_cases.cc).
-  // CUDA ranks use the NULL stream (this driver links no CUDA runtime to make streams with).
-  const bool emuStreams = gDeviceStreams && atl::device::select().ok() &&
-                          (*atl::device::select())->kind() == atl::device::Kind::Emu;
-  for (size_t l = 0; emuStreams && l < w.ranks.size(); ++l) {
-    atl::Result<cudaStream_t> s = atl::device::emuStreamCreate();
+  // --device: a stream per rank, made by the library's backend, so calls are queued (on a default
+  // stream they would be complete on return, core/device_proxy.h). The emulator's are filled late
+  // (coll_cases.cc).
+  const atl::device::Device* dev = gDeviceStreams && atl::device::select().ok() ? *atl::device::select() : nullptr;
+  if (dev != nullptr && !dev->streamOrdered()) dev = nullptr;  // the host backend has no streams
+  std::vector<int> devs(w.ranks.size(), 0);
+  for (size_t l = 0; dev != nullptr && l < w.ranks.size(); ++l) {
+    ncclCommCuDevice(w.comms[l], &devs[l]);
+    atl::Result<cudaStream_t> s = dev->createStream(devs[l]);
+    expect(st, s.ok(), "creating a stream: " + atl::lastErrorMessage());
     w.streams.push_back(s.ok() ? *s : nullptr);
   }
   checkCommFeatures(w, st);
@@ -458,7 +462,8 @@ void runWorld(const World& given, const Options& opt, Stats& st) {
   expect(st, r == ncclSuccess, "ncclCommFinalize: " + err);
   for (size_t l = 0; l < w.ranks.size(); ++l)
     expect(st, ncclCommDestroy(w.comms[l]) == ncclSuccess, "ncclCommDestroy rank " + std::to_string(w.ranks[l]));
-  for (cudaStream_t s : w.streams) expect(st, atl::device::emuStreamDestroy(s).ok(), "emuStreamDestroy");
+  for (size_t l = 0; l < w.streams.size(); ++l)
+    if (w.streams[l] != nullptr) expect(st, dev->destroyStream(devs[l], w.streams[l]).ok(), "destroying a stream");
 }
 
 void initOne(int n, const ncclUniqueId& id, int rank, const Options& opt, Stats& st) {
