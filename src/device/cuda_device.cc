@@ -329,6 +329,8 @@ class CudaDevice final : public Device {
 
 bool cudaPresent() { return driver().why.empty(); }
 
+std::string cudaAbsence() { return driver().why; }
+
 Result<const Device*> cuda() {
   const Driver& d = driver();
   if (!d.why.empty()) return ATOLL_ERROR(ncclInvalidUsage, "ATOLL_DEVICE=cuda: %s", d.why.c_str());

@@ -3,6 +3,8 @@
 // run and ATOLL_DEVICE=auto falls back to the host.
 #pragma once
 
+#include <string>
+
 #include "device/device.h"
 
 namespace atl::device {
@@ -11,5 +13,7 @@ namespace atl::device {
 Result<const Device*> cuda();
 /// Whether cuda() would succeed, without raising an error when it would not.
 bool cudaPresent();
+/// Why cuda() would fail (empty when it would not), without raising an error.
+std::string cudaAbsence();
 
 }  // namespace atl::device

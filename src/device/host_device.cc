@@ -75,8 +75,7 @@ Result<const Device*> select() {
   if (want == "cuda") return cuda();
   if (want == "auto" || want.empty()) {
     // A GPU where a driver sees one; its absence is the ordinary case on CPU machines, not an error.
-    Result<const Device*> gpu = cuda();
-    return gpu.ok() ? gpu : Result<const Device*>(&host());
+    return cudaPresent() ? cuda() : Result<const Device*>(&host());
   }
   return ATOLL_ERROR(ncclInvalidArgument, "ATOLL_DEVICE=%s is not a backend (valid: auto, host, cuda, emu)", want.c_str());
 }

@@ -14,6 +14,7 @@
 #include "base/params.h"
 #include "core/comm_topology.h"
 #include "core/net_placement.h"
+#include "device/cuda_device.h"
 #include "nccl.h"
 #include "perf/common/tool_env.h"
 #include "topology/detect.h"
@@ -189,21 +190,34 @@ int printNets() {
   return 0;
 }
 
+// The device backend ATOLL_DEVICE selects, and whether a CUDA driver and GPU are usable here.
+int printDevice() {
+  atl::Result<const atl::device::Device*> d = atl::device::select();
+  const std::string why = d.ok() ? std::string() : atl::lastErrorMessage();
+  std::printf("device backend: %s\n", d.ok() ? (*d)->name() : ("none: " + why).c_str());
+  if (atl::device::cudaPresent())
+    std::printf("cuda: usable (driver loaded, GPU visible)\n");
+  else
+    std::printf("cuda: not usable: %s\n", atl::device::cudaAbsence().c_str());
+  return d.ok() ? 0 : 1;
+}
+
 void usage() {
   std::fprintf(stderr,
-               "usage: atoll-info [--params [--markdown]] [--topology [--nranks N]] [--net] [--version]\n"
+               "usage: atoll-info [--params [--markdown]] [--topology [--nranks N]] [--net] [--device] [--version]\n"
                "  --params             every environment parameter: type, default, current value, source\n"
                "  --params --markdown  the same registry as docs/ENV.md\n"
                "  --topology           detected node topology, path classes, and the islands of\n"
                "                       --nranks N local ranks (default 8) under ATOLL_ISLAND_SIZE/ID/FABRIC_FILE\n"
                "  --net                the network plugins NCCL_NET_PLUGIN finds, and their devices\n"
+               "  --device             the device backend ATOLL_DEVICE selects, and why CUDA is or is not usable\n"
                "  --version            library and API version\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool wantParams = false, markdown = false, version = false, topology = false, nets = false;
+  bool wantParams = false, markdown = false, version = false, topology = false, nets = false, device = false;
   int nranks = 8;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--params") == 0)
@@ -214,6 +228,8 @@ int main(int argc, char** argv) {
       topology = true;
     else if (std::strcmp(argv[i], "--net") == 0)
       nets = true;
+    else if (std::strcmp(argv[i], "--device") == 0)
+      device = true;
     else if (std::strcmp(argv[i], "--nranks") == 0 && i + 1 < argc) {
       char* end = nullptr;
       const long v = std::strtol(argv[++i], &end, 10);
@@ -236,7 +252,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "atoll-info: --markdown goes with --params\n");
     return 2;
   }
-  if (!wantParams && !version && !topology && !nets) version = true;
+  if (!wantParams && !version && !topology && !nets && !device) version = true;
   if (version) {
     int code = 0;
     ncclGetVersion(&code);
@@ -244,6 +260,7 @@ int main(int argc, char** argv) {
   }
   if (wantParams) markdown ? printMarkdown() : printParams();
   if (nets && printNets() != 0) return 1;
+  if (device && printDevice() != 0) return 1;
   if (topology) return printTopology(nranks);
   return 0;
 }
