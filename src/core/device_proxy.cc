@@ -157,7 +157,7 @@ void DeviceProxy::run() {
       finished_ = job.seq;
       for (auto& r : results_)
         if (r.first == job.seq) r.second = s;
-      if (!s.ok() && firstError_.ok()) firstError_ = s;
+      if (!s.ok() && !job.waited && firstError_.ok()) firstError_ = s;  // a waited group's caller has it
     }
     doneCv_.notify_all();
   }

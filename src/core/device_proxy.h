@@ -41,7 +41,8 @@ class DeviceProxy {
   Status submit(std::span<const OpDesc> ops, uint32_t* ticket);
   /// Blocks until group `ticket` has run; returns its result.
   Status wait(uint32_t ticket);
-  /// Blocks until every queued group has run; returns the first error among them, if any.
+  /// Blocks until every queued group has run; returns the first error among those no caller
+  /// waited for, if any (once).
   Status drain();
 
  private:
