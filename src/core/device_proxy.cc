@@ -126,6 +126,7 @@ Status DeviceProxy::runJob(Job& job) {
     }
   }
   for (void* m : job.marks) dev.releaseMark(comm_->cudaDev, m);
+  if (result.ok()) result = comm_->staging->stage(comm_, job.ops);  // from here the ops address host memory
   if (result.ok()) result = runBatch(job.ops);
   return result;
 }

@@ -75,16 +75,19 @@ Status DeviceStaging::Calls::out() {
 Status DeviceStaging::stage(const ncclComm* comm, std::span<OpDesc> ops) {
   calls_.clear();
   p2p_ = nullptr;
-  const device::Device& dev = device_;
-  // First pass: how much staging memory the batch needs, so the arena moves at most once.
+  // First pass: what each op needs staged, and how much memory that takes, so the arena moves at
+  // most once.
+  needs_.assign(ops.size(), Need{});
   size_t total = 0;
-  for (const OpDesc& op : ops) {
-    if (op.comm != comm) continue;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const OpDesc& op = ops[i];
     const Extent e = extentOf(op, comm->nranks, comm->rank);
-    const bool s = e.send > 0 && dev.needsStaging(op.sendbuff), r = e.recv > 0 && dev.needsStaging(op.recvbuff);
-    total += (s ? aligned(e.send) : 0) + (r ? aligned(e.recv) : 0);  // the union of overlapping ones is smaller
-    const void* scalar = nullptr;
-    if (isPreMulSumOnDevice(comm, op, &scalar)) total += kAlign;
+    Need& n = needs_[i];
+    n.send = e.send > 0 && device_.needsStaging(op.sendbuff);
+    n.recv = e.recv > 0 && device_.needsStaging(op.recvbuff);
+    if (!isPreMulSumOnDevice(comm, op, &n.scalar)) n.scalar = nullptr;
+    total += (n.send ? aligned(e.send) : 0) + (n.recv ? aligned(e.recv) : 0);  // the union of overlapping ones is smaller
+    if (n.scalar != nullptr) total += kAlign;
   }
   if (total > capacity_) {
     if (arena_ != nullptr) ATOLL_CHECK(device_.releaseStaging(arena_));
@@ -102,8 +105,9 @@ Status DeviceStaging::stage(const ncclComm* comm, std::span<OpDesc> ops) {
     used += aligned(bytes);
     return p;
   };
-  for (OpDesc& op : ops) {
-    if (op.comm != comm) continue;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    OpDesc& op = ops[i];
+    const Need& n = needs_[i];
     Calls* calls = nullptr;
     if (op.coll == algo::Coll::SendRecv) {
       if (p2p_ == nullptr) p2p_ = &calls_.emplace_back(*this);
@@ -115,10 +119,9 @@ Status DeviceStaging::stage(const ncclComm* comm, std::span<OpDesc> ops) {
     const Extent e = extentOf(op, comm->nranks, comm->rank);
     auto* send = static_cast<const std::byte*>(op.sendbuff);
     auto* recv = static_cast<std::byte*>(op.recvbuff);
-    const bool stageSend = e.send > 0 && dev.needsStaging(send), stageRecv = e.recv > 0 && dev.needsStaging(recv);
     std::byte* hostSend = const_cast<std::byte*>(send);
     std::byte* hostRecv = recv;
-    if (stageSend && stageRecv && send < recv + e.recv && recv < send + e.send) {
+    if (n.send && n.recv && send < recv + e.recv && recv < send + e.send) {
       // Overlapping (in place, or NCCL's in-place all-gather layouts): one staged range keeps the
       // offsets between them, so the plan sees the same in-place shape.
       const std::byte* lo = std::min<const std::byte*>(send, recv);
@@ -127,20 +130,19 @@ Status DeviceStaging::stage(const ncclComm* comm, std::span<OpDesc> ops) {
       hostSend = base + (send - lo);
       hostRecv = base + (recv - lo);
     } else {
-      if (stageSend) hostSend = take(e.send);
-      if (stageRecv) hostRecv = take(e.recv);
+      if (n.send) hostSend = take(e.send);
+      if (n.recv) hostRecv = take(e.recv);
     }
-    if (stageSend) calls->inputs.push_back({hostSend, send, e.send});
-    if (stageRecv) calls->outputs.push_back({recv, hostRecv, e.recv});
+    if (n.send) calls->inputs.push_back({hostSend, send, e.send});
+    if (n.recv) calls->outputs.push_back({recv, hostRecv, e.recv});
     // A buffer the op ignores keeps its relation to the other (ncclBcast passes one buffer).
     if (e.send == 0 && op.sendbuff == op.recvbuff) hostSend = hostRecv;
     if (e.recv == 0 && op.recvbuff == op.sendbuff) hostRecv = hostSend;
     op.sendbuff = hostSend;
     op.recvbuff = hostRecv;
-    const void* scalar = nullptr;
-    if (isPreMulSumOnDevice(comm, op, &scalar)) {
+    if (n.scalar != nullptr) {
       std::byte* slot = take(kernels::dtypeSize(op.dtype));
-      calls->inputs.push_back({slot, scalar, kernels::dtypeSize(op.dtype)});
+      calls->inputs.push_back({slot, n.scalar, kernels::dtypeSize(op.dtype)});
       op.scalarHost = slot;
     }
   }

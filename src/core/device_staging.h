@@ -27,13 +27,10 @@ class DeviceStaging {
   DeviceStaging(const DeviceStaging&) = delete;
   DeviceStaging& operator=(const DeviceStaging&) = delete;
 
-  /// Rewrites the ops of `ops` on `comm` to address staging memory where they named device
+  /// Rewrites the ops of `ops` (all on `comm`) to address staging memory where they named device
   /// memory, and sets each one's `staging`: its copies (the point-to-point ops of the batch share
   /// one, as they share a plan). The previous batch's state is dropped.
   Status stage(const ncclComm* comm, std::span<OpDesc> ops);
-  /// The staging shared by this batch's point-to-point plan, or null when it has none.
-  engine::CallStaging* p2p() { return p2p_; }
-  size_t capacity() const { return capacity_; }
 
  private:
   struct Copy {
@@ -59,6 +56,12 @@ class DeviceStaging {
   size_t capacity_ = 0;
   std::deque<Calls> calls_;  // stable addresses: plans point at them
   Calls* p2p_ = nullptr;
+  /// What stage() found each op of the batch needs, so each pointer is asked about once.
+  struct Need {
+    bool send = false, recv = false;
+    const void* scalar = nullptr;  // a PreMulSum scalar in device memory
+  };
+  std::vector<Need> needs_;
 };
 
 /// Whether a call on `comm` goes through DeviceStaging (its device orders calls by streams).

@@ -104,28 +104,7 @@ Status connectFor(std::span<ncclComm* const> comms, std::span<engine::CommQueue>
   return first;
 }
 
-/// Calls on stream-ordered devices address host staging memory from here on (device_staging.h).
-Status stageDeviceCalls(std::span<const OpDesc>& ops) {
-  bool any = false;
-  for (const OpDesc& op : ops) any = any || stagesCalls(op.comm);
-  if (!any) return Status::Ok();
-  thread_local std::vector<OpDesc> staged;
-  staged.assign(ops.begin(), ops.end());
-  for (size_t i = 0; i < staged.size(); ++i) {
-    ncclComm* comm = staged[i].comm;
-    if (!stagesCalls(comm)) continue;
-    bool first = true;  // stage each communicator's ops once, at its first op
-    for (size_t j = 0; j < i && first; ++j) first = staged[j].comm != comm;
-    if (!first) continue;
-    if (!comm->staging) return ATOLL_ERROR(ncclInternalError, "rank %d: device call outside its proxy", comm->rank);
-    ATOLL_CHECK(comm->staging->stage(comm, staged));
-  }
-  ops = staged;
-  return Status::Ok();
-}
-
 Status runOps(std::span<const OpDesc> ops) {
-  ATOLL_CHECK(stageDeviceCalls(ops));
   // One queue per communicator, in order of first appearance; within it the collectives in call
   // order, then the group's send/recv batch.
   BatchStorage& b = tBatch;
