@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The CUDA backend's device check (issue 16), one call on a GPU machine: build with the CUDA
-# backend, run the device tests, check every collective on device buffers with 1, 2 and 4 ranks
-# sharing the GPU (threads and processes), benchmark device against host buffers, and, where
-# torch with CUDA is installed, run torch.distributed's NCCL backend on our libnccl.so.2.
+# backend; run the device tests, the elementwise kernels against the host kernels for every type
+# and operation among them; benchmark the reduce kernel against the device's own copy; check every
+# collective on device buffers with 1, 2 and 4 ranks sharing the GPU (threads and processes);
+# benchmark device against host buffers; and, where torch with CUDA is installed, run
+# torch.distributed's NCCL backend on our libnccl.so.2.
 #
 #   perf/gpu/check.sh [OUTDIR]       (default: $OUT, else /tmp/atoll-gpu-check)
 #
@@ -13,7 +15,7 @@
 # only libraries such a machine has, and carry the build directory:
 #   cmake -S . -B build-gpu -G Ninja -DATOLL_WITH_CUDA=ON -DATOLL_WITH_HWLOC=OFF -DATOLL_WITH_UCX=OFF \
 #         -DATOLL_WITH_IBVERBS=OFF -DATOLL_BUILD_BENCH=OFF
-#   ninja -C build-gpu test_device coll_check device_allreduce_bench nccl
+#   ninja -C build-gpu test_device test_device_kernels coll_check device_allreduce_bench device_kernel_bench nccl
 # The script skips the build when build-gpu/tests/coll_check exists (ATOLL_GPU_BUILD names another).
 set -u
 cd "$(dirname "$0")/../.."
@@ -43,11 +45,16 @@ head -15 "$out/nvidia-smi.txt"
 if [ ! -x "$build/tests/coll_check" ]; then
   step configure 300 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATOLL_WITH_CUDA=ON \
     -DATOLL_BUILD_BENCH=OFF
-  step build 600 ninja -C "$build" test_device coll_check device_allreduce_bench nccl all_reduce_perf
+  step build 600 ninja -C "$build" test_device test_device_kernels coll_check device_allreduce_bench \
+    device_kernel_bench nccl all_reduce_perf
 fi
 
 export ATOLL_DEVICE=cuda
 step test_device 120 "$build/tests/test_device"
+step test_device_kernels 120 "$build/tests/test_device_kernels"
+# Reduce kernel against cuMemcpyAsync device-to-device; the target is ratio >= 0.80 at large sizes.
+step kernel_bench 120 "$build/perf/device_kernel_bench" --min 1M --max 1G --iters 50
+cat "$out/kernel_bench.log"
 for n in 1 2 4; do
   step "coll_threads_$n" 300 "$build/tests/coll_check" --threads "$n" --device --quick --timeout 280
 done

@@ -18,6 +18,7 @@
 
 #include "device/device.h"
 #include "device/emu_device.h"
+#include "perf/gpu/byte_size.h"
 #include "nccl.h"
 
 namespace {
@@ -36,17 +37,9 @@ struct Args {
 }
 
 size_t parseBytes(const char* s) {
-  char* end = nullptr;
-  double v = std::strtod(s, &end);
-  if (end == s || v <= 0) usage();
-  switch (*end) {
-    case 'K': case 'k': v *= 1024; break;
-    case 'M': case 'm': v *= 1024 * 1024; break;
-    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-    case '\0': break;
-    default: usage();
-  }
-  return static_cast<size_t>(v);
+  size_t v = 0;
+  if (!atl::perf::parseBytes(s, &v)) usage();
+  return v;
 }
 
 Args parse(int argc, char** argv) {

@@ -4,12 +4,18 @@
 #include <dlfcn.h>
 
 #include <array>
+#include <deque>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/debug.h"
+#include "kernels/cuda/elementwise_host.h"
+#include "kernels/host/reduce.h"
+#if defined(ATOLL_HAVE_CUDA_KERNELS)
+#include "device/cuda_fatbin.h"
+#endif
 
 namespace atl::device {
 namespace {
@@ -42,6 +48,10 @@ struct Driver {
   decltype(&::cuMemHostAlloc) memHostAlloc = nullptr;
   decltype(&::cuMemHostGetDevicePointer) memHostGetDevicePointer = nullptr;
   decltype(&::cuStreamWaitValue32) streamWaitValue32 = nullptr;  // optional: without it, waits are on the host
+  decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
+  decltype(&::cuModuleLoadData) moduleLoadData = nullptr;
+  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
+  decltype(&::cuLaunchKernel) launchKernel = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
   int deviceCount = 0;
@@ -92,6 +102,10 @@ const Driver& driver() {
     r.streamWaitValue32 = reinterpret_cast<decltype(r.streamWaitValue32)>(dlsym(lib, "cuStreamWaitValue32_v2"));
     if (r.streamWaitValue32 == nullptr)
       r.streamWaitValue32 = reinterpret_cast<decltype(r.streamWaitValue32)>(dlsym(lib, "cuStreamWaitValue32"));
+    ok &= resolve(lib, "cuDeviceGetAttribute", &r.deviceGetAttribute, &r.why);
+    ok &= resolve(lib, "cuModuleLoadData", &r.moduleLoadData, &r.why);
+    ok &= resolve(lib, "cuModuleGetFunction", &r.moduleGetFunction, &r.why);
+    ok &= resolve(lib, "cuLaunchKernel", &r.launchKernel, &r.why);
     ok &= resolve(lib, "cuGetErrorName", &r.getErrorName, &r.why);
     ok &= resolve(lib, "cuGetErrorString", &r.getErrorString, &r.why);
     if (!ok) return r;
@@ -184,6 +198,55 @@ Status checkNotCapturing(CUstream s) {
   return Status::Ok();
 }
 
+#if defined(ATOLL_HAVE_CUDA_KERNELS)
+/// The embedded elementwise kernels, loaded into each context that launches them (a module
+/// belongs to one context), with each function looked up on first use.
+class KernelCache {
+ public:
+  struct Launch {
+    CUfunction fn;
+    int sms;
+  };
+  /// The kernel for (op, dt) in the current context, which is on device `dev`.
+  Result<Launch> get(int dev, kernels::cuda::EwOp op, ncclDataType_t dt) {
+    const Driver& d = driver();
+    CUcontext ctx = nullptr;
+    ATOLL_CU(d.ctxGetCurrent(&ctx), "cuCtxGetCurrent");
+    std::lock_guard<std::mutex> lock(mutex_);
+    Loaded* l = nullptr;
+    for (Loaded& x : loaded_)
+      if (x.ctx == ctx) l = &x;
+    if (l == nullptr) {
+      Loaded fresh;
+      fresh.ctx = ctx;
+      ATOLL_CU(d.moduleLoadData(&fresh.module, cudaFatbin().data()), "cuModuleLoadData (Atoll's elementwise kernels)");
+      CUdevice device = 0;
+      ATOLL_CU(d.deviceGet(&device, dev), "cuDeviceGet");
+      ATOLL_CU(d.deviceGetAttribute(&fresh.sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device), "cuDeviceGetAttribute");
+      loaded_.push_back(fresh);
+      l = &loaded_.back();
+    }
+    CUfunction& fn = l->fns[static_cast<size_t>(op) * ncclNumTypes + static_cast<size_t>(dt)];
+    if (fn == nullptr) {
+      const std::string name = kernels::cuda::kernelName(op, dt);
+      CUresult rc = d.moduleGetFunction(&fn, l->module, name.c_str());
+      if (rc != CUDA_SUCCESS) return cudaError(rc, ("cuModuleGetFunction " + name).c_str());
+    }
+    return Launch{fn, l->sms};
+  }
+
+ private:
+  struct Loaded {
+    CUcontext ctx = nullptr;
+    CUmodule module = nullptr;  // kept for the process: a context's streams may still run it
+    int sms = 1;
+    std::array<CUfunction, kernels::cuda::kEwOps * ncclNumTypes> fns{};
+  };
+  std::mutex mutex_;
+  std::deque<Loaded> loaded_;  // stable addresses
+};
+#endif
+
 class CudaDevice final : public Device {
  public:
   Kind kind() const override { return Kind::Cuda; }
@@ -231,6 +294,40 @@ class CudaDevice final : public Device {
              "cuMemcpyAsync");
     ATOLL_CU(driver().streamSynchronize(s), "cuStreamSynchronize");
     return Status::Ok();
+  }
+  Status copyAsync(int dev, void* dst, const void* src, size_t bytes, cudaStream_t stream) const override {
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(dev));
+    ATOLL_CU(driver().memcpyAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes,
+                                  reinterpret_cast<CUstream>(stream)),
+             "cuMemcpyAsync");
+    return Status::Ok();
+  }
+  Status elementwise(int dev, const EwCall& call, cudaStream_t stream) const override {
+    ATOLL_CHECK(validate(call));
+    if (call.count == 0) return Status::Ok();
+#if defined(ATOLL_HAVE_CUDA_KERNELS)
+    using namespace kernels::cuda;
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(dev));
+    ATOLL_ASSIGN_OR_RETURN(KernelCache::Launch k, kernels_.get(dev, call.op, call.dt));
+    const size_t elem = kernels::dtypeSize(call.dt);
+    const bool binary = call.op <= EwOp::Min;
+    EwArgs x{call.dst, call.a, binary ? call.b : nullptr, call.count, 0, 0, call.scalar, call.divisor};
+    splitForPacks(x, elem, binary);
+    // Four blocks of 512 per SM fill an SM's 2048 threads; the grid stride covers the rest.
+    const unsigned blocks = blocksFor(x, elem, kBlockThreads, static_cast<uint32_t>(k.sms) * 4);
+    void* params[] = {&x};
+    ATOLL_CU(driver().launchKernel(k.fn, blocks, 1, 1, kBlockThreads, 1, 1, 0, reinterpret_cast<CUstream>(stream),
+                                   params, nullptr),
+             "cuLaunchKernel");
+    return Status::Ok();
+#else
+    (void)dev;
+    (void)stream;
+    return ATOLL_ERROR(ncclInvalidUsage,
+                       "this build of Atoll has no CUDA kernels (nvcc was not found when it was configured)");
+#endif
   }
   Result<void*> allocateStaging(size_t bytes) const override {
     ATOLL_ASSIGN_OR_RETURN(void* p, host().allocate(bytes));
@@ -321,6 +418,9 @@ class CudaDevice final : public Device {
   }
 
  private:
+#if defined(ATOLL_HAVE_CUDA_KERNELS)
+  mutable KernelCache kernels_;
+#endif
   mutable std::mutex counterMutex_;
   mutable std::vector<uint32_t*> freeCounters_;
 };

@@ -12,11 +12,27 @@
 #include <cstdint>
 
 #include "base/status.h"
+#include "kernels/cuda/elementwise.h"
 #include "nccl.h"
 
 namespace atl::device {
 
 enum class Kind { Host, Cuda, Emu };
+
+/// One elementwise kernel (kernels/cuda/elementwise.h) over `count` elements of `dt`:
+/// dst = a op b (Sum, Prod, Max, Min), a * scalar (Scale) or a / divisor (Divide).
+struct EwCall {
+  kernels::cuda::EwOp op = kernels::cuda::EwOp::Sum;
+  ncclDataType_t dt = ncclFloat32;
+  void* dst = nullptr;
+  const void* a = nullptr;
+  const void* b = nullptr;  // Sum, Prod, Max, Min only
+  size_t count = 0;
+  uint64_t scalar = 0;  // Scale: the multiplier, an element of dt in the low bytes
+  int divisor = 1;      // Divide: >= 1
+};
+/// Why `call` cannot run (bad type, op or divisor, or a null buffer), or Ok.
+Status validate(const EwCall& call);
 
 class Device {
  public:
@@ -41,6 +57,11 @@ class Device {
   /// Copies after the stream's earlier work and returns once the bytes arrived, as
   /// cudaMemcpyAsync followed by cudaStreamSynchronize. `dst`/`src` may be host or device memory.
   virtual Status copy(int dev, void* dst, const void* src, size_t bytes, cudaStream_t stream) const;
+  /// copy() without the wait: enqueued on `stream` after its earlier work, as cudaMemcpyAsync.
+  virtual Status copyAsync(int dev, void* dst, const void* src, size_t bytes, cudaStream_t stream) const;
+  /// Enqueues `call` on `stream` and returns, as a kernel launch does (the host backend runs it
+  /// first). dst may alias a or b exactly. On the device, buffers are device memory.
+  virtual Status elementwise(int dev, const EwCall& call, cudaStream_t stream) const;
   /// Host memory the backend copies to and from fastest (pinned on CUDA), for staging.
   virtual Result<void*> allocateStaging(size_t bytes) const;
   virtual Status releaseStaging(void* ptr) const;

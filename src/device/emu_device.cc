@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "base/debug.h"
+#include "kernels/cuda/elementwise_host.h"
+#include "kernels/host/reduce.h"
 
 namespace atl::device {
 namespace {
@@ -227,6 +229,10 @@ void pollUntil(Done done) {
   while (!done()) std::this_thread::sleep_for(std::chrono::microseconds(20));
 }
 
+/// The emulated grid of an elementwise launch: at most kEmuBlocks blocks of kEmuBlockThreads.
+constexpr uint32_t kEmuBlockThreads = 32;
+constexpr uint32_t kEmuBlocks = 3;
+
 class EmuDevice final : public Device {
  public:
   Kind kind() const override { return Kind::Emu; }
@@ -248,13 +254,34 @@ class EmuDevice final : public Device {
     return memory().find(ptr, &base, &r);
   }
   Status copy(int, void* dst, const void* src, size_t bytes, cudaStream_t stream) const override {
-    std::byte* to = resolve(dst, bytes);
-    const std::byte* from = resolve(src, bytes);
-    if (to == nullptr || from == nullptr)
-      return ATOLL_ERROR(ncclInvalidArgument, "emu: copy of %zu bytes from %p to %p runs past a device allocation", bytes,
-                         src, dst);
+    return copyOn(dst, src, bytes, stream, true);
+  }
+  Status copyAsync(int, void* dst, const void* src, size_t bytes, cudaStream_t stream) const override {
+    return copyOn(dst, src, bytes, stream, false);
+  }
+  Status elementwise(int, const EwCall& call, cudaStream_t stream) const override {
+    using namespace kernels::cuda;
+    ATOLL_CHECK(validate(call));
+    if (call.count == 0) return Status::Ok();
+    const size_t elem = kernels::dtypeSize(call.dt);
+    const bool binary = call.op <= EwOp::Min;
+    // Split on the device addresses, as the GPU kernel is launched; the views keep every
+    // address's offset within its page, so the packs stay aligned.
+    EwArgs x{call.dst, call.a, binary ? call.b : nullptr, call.count, 0, 0, call.scalar, call.divisor};
+    splitForPacks(x, elem, binary);
+    const size_t bytes = call.count * elem;
+    x.dst = resolve(call.dst, bytes);
+    x.a = resolve(call.a, bytes);
+    if (binary) x.b = resolve(call.b, bytes);
+    if (x.dst == nullptr || x.a == nullptr || (binary && x.b == nullptr))
+      return ATOLL_ERROR(ncclInvalidArgument, "emu: %s of %zu elements (%p, %p, %p) runs past a device allocation",
+                         opName(call.op), call.count, call.dst, call.a, call.b);
+    // A small grid of the kernel's shape: several blocks, so the grid stride is exercised.
+    const uint64_t threads = uint64_t{blocksFor(x, elem, kEmuBlockThreads, kEmuBlocks)} * kEmuBlockThreads;
     ATOLL_ASSIGN_OR_RETURN(Stream * s, streams().get(stream));
-    s->runAndWait([=] { std::memcpy(to, from, bytes); });
+    const EwOp op = call.op;
+    const ncclDataType_t dt = call.dt;
+    s->enqueue([x, op, dt, threads] { (void)runGridOnHost(op, dt, x, threads); });
     return Status::Ok();
   }
   Result<void*> mark(int, cudaStream_t stream) const override {
@@ -287,6 +314,24 @@ class EmuDevice final : public Device {
   }
   Result<cudaStream_t> createStream(int) const override { return emuStreamCreate(); }
   Status destroyStream(int, cudaStream_t stream) const override { return emuStreamDestroy(stream); }
+
+ private:
+  /// A copy on `stream`; `wait`: return once it ran, as copy() does.
+  static Status copyOn(void* dst, const void* src, size_t bytes, cudaStream_t stream, bool wait) {
+    std::byte* to = resolve(dst, bytes);
+    const std::byte* from = resolve(src, bytes);
+    if (to == nullptr || from == nullptr)
+      return ATOLL_ERROR(ncclInvalidArgument, "emu: copy of %zu bytes from %p to %p runs past a device allocation", bytes,
+                         src, dst);
+    ATOLL_ASSIGN_OR_RETURN(Stream * s, streams().get(stream));
+    auto work = [=] { std::memcpy(to, from, bytes); };
+    if (wait) {
+      s->runAndWait(work);
+    } else {
+      s->enqueue(work);
+    }
+    return Status::Ok();
+  }
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "device/cuda_device.h"
 #include "device/device.h"
 #include "device/emu_device.h"
+#include "kernels/host/reduce.h"
 
 namespace atl::device {
 namespace {
@@ -41,6 +42,40 @@ class HostDevice final : public Device {
 
 Status Device::copy(int, void* dst, const void* src, size_t bytes, cudaStream_t) const {
   std::memcpy(dst, src, bytes);
+  return Status::Ok();
+}
+
+Status Device::copyAsync(int dev, void* dst, const void* src, size_t bytes, cudaStream_t stream) const {
+  return copy(dev, dst, src, bytes, stream);
+}
+
+Status validate(const EwCall& call) {
+  using kernels::cuda::EwOp;
+  if (kernels::dtypeSize(call.dt) == 0) return ATOLL_ERROR(ncclInvalidArgument, "elementwise: invalid datatype %d", call.dt);
+  if (call.op > EwOp::Divide) return ATOLL_ERROR(ncclInvalidArgument, "elementwise: invalid operation %d", int(call.op));
+  if (call.op == EwOp::Divide && call.divisor < 1)
+    return ATOLL_ERROR(ncclInvalidArgument, "elementwise: divisor %d is not >= 1", call.divisor);
+  const bool binary = call.op <= EwOp::Min;
+  if (call.count > 0 && (call.dst == nullptr || call.a == nullptr || (binary && call.b == nullptr)))
+    return ATOLL_ERROR(ncclInvalidArgument, "elementwise: null buffer");
+  return Status::Ok();
+}
+
+Status Device::elementwise(int, const EwCall& call, cudaStream_t) const {
+  using kernels::cuda::EwOp;
+  ATOLL_CHECK(validate(call));
+  if (call.count == 0) return Status::Ok();
+  switch (call.op) {
+    case EwOp::Sum: kernels::reduce(call.dt, kernels::RedOp::Sum, call.dst, call.a, call.b, call.count); break;
+    case EwOp::Prod: kernels::reduce(call.dt, kernels::RedOp::Prod, call.dst, call.a, call.b, call.count); break;
+    case EwOp::Max: kernels::reduce(call.dt, kernels::RedOp::Max, call.dst, call.a, call.b, call.count); break;
+    case EwOp::Min: kernels::reduce(call.dt, kernels::RedOp::Min, call.dst, call.a, call.b, call.count); break;
+    case EwOp::Scale: kernels::scale(call.dt, call.dst, call.a, &call.scalar, call.count); break;
+    case EwOp::Divide:
+      if (call.dst != call.a) kernels::copy(call.dst, call.a, call.count * kernels::dtypeSize(call.dt));
+      kernels::divide(call.dt, call.dst, call.count, call.divisor);
+      break;
+  }
   return Status::Ok();
 }
 

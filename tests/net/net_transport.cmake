@@ -48,7 +48,7 @@ set_tests_properties(net_mismatch PROPERTIES TIMEOUT 90 LABELS "net")
 
 add_executable(test_net_transport ${CMAKE_CURRENT_LIST_DIR}/test_net_transport.cc)
 target_link_libraries(test_net_transport PRIVATE atoll_static GTest::gtest_main)
-gtest_discover_tests(test_net_transport DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;net" TIMEOUT 60)
+gtest_discover_tests(test_net_transport DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60 LABELS net)
 
 # The UCX net (transports/ucx), built in (NCCL_NET=UCX) and as libnccl-net-atoll-ucx.so: over UCX's
 # tcp, over its shared memory (which needs ATOLL_UCX_PEER_FAILURE=0), between thread-ranks, a rank
@@ -94,7 +94,7 @@ endif()
 # The ibverbs net: its device-free parts, and (no RDMA device here) a clean "no device" at init.
 add_executable(test_ib_parts ${CMAKE_CURRENT_LIST_DIR}/test_ib_parts.cc)
 target_link_libraries(test_ib_parts PRIVATE atoll_static GTest::gtest_main)
-gtest_discover_tests(test_ib_parts DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;net" TIMEOUT 60)
+gtest_discover_tests(test_ib_parts DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60 LABELS net)
 if(ATOLL_HAVE_IBVERBS)
   add_test(NAME net_ib_no_device
            COMMAND sh -c "[ -d /sys/class/infiniband ] && [ -n \"$(ls /sys/class/infiniband)\" ] && exit 77; exec \"$0\" \"$@\""

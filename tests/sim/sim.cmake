@@ -3,7 +3,7 @@ foreach(part max_min network programs executor generate sanity failure fabric)
   set(target test_sim_${part})
   add_executable(${target} ${CMAKE_CURRENT_LIST_DIR}/test_${part}.cc)
   target_link_libraries(${target} PRIVATE atoll_sim GTest::gtest_main)
-  gtest_discover_tests(${target} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60 LABELS "unit;sim")
+  gtest_discover_tests(${target} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60 LABELS sim)
 endforeach()
 
 # atoll-sim against emulated hosts (network namespaces, root; skipped otherwise): the bounded CI
