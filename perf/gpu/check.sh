@@ -12,10 +12,15 @@
 # Exit status: 0 when every step that ran passed.
 #
 # Where the GPU machine cannot build (no compiler, CMake or GoogleTest there), build here with
-# only libraries such a machine has, and carry the build directory:
+# only libraries such a machine has, strip the debug info and carry the six files (the device
+# tool carries at most 8 paths and 64 MiB; stripped, they are about 12 MiB):
 #   cmake -S . -B build-gpu -G Ninja -DATOLL_WITH_CUDA=ON -DATOLL_WITH_HWLOC=OFF -DATOLL_WITH_UCX=OFF \
 #         -DATOLL_WITH_IBVERBS=OFF -DATOLL_BUILD_BENCH=OFF
 #   ninja -C build-gpu test_device test_device_kernels coll_check device_allreduce_bench device_kernel_bench nccl
+#   strip --strip-debug build-gpu/tests/{test_device,test_device_kernels,coll_check} \
+#         build-gpu/perf/{device_allreduce_bench,device_kernel_bench} build-gpu/libnccl.so.2.*.*
+#   carry: build-gpu/tests/test_device build-gpu/tests/test_device_kernels build-gpu/tests/coll_check
+#          build-gpu/perf/device_allreduce_bench build-gpu/perf/device_kernel_bench build-gpu/libnccl.so.2.30.7
 # The script skips the build when build-gpu/tests/coll_check exists (ATOLL_GPU_BUILD names another).
 set -u
 cd "$(dirname "$0")/../.."
@@ -66,11 +71,13 @@ step bench_4 300 "$build/perf/device_allreduce_bench" --ranks 4 --min 1K --max 6
 grep -v '^#' "$out/bench_2.log" > /dev/null 2>&1 && cat "$out/bench_2.log"
 
 # torch.distributed with the NCCL backend, our library preloaded, two processes on the one GPU.
+# The versioned file, since a carried build has no symlinks.
+lib=$(ls "$PWD/$build"/libnccl.so.2.*.* 2> /dev/null | head -1)
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then
-  step torch_nccl_ours 300 env LD_PRELOAD="$PWD/$build/libnccl.so.2" python3 perf/gpu/torch_nccl_check.py --nproc 2
+  step torch_nccl_ours 300 env LD_PRELOAD="$lib" python3 perf/gpu/torch_nccl_check.py --nproc 2
   # NVIDIA's NCCL refuses two ranks on one GPU, so the comparison runs one rank per library.
   step torch_nccl_nvidia_1 300 python3 perf/gpu/torch_nccl_check.py --nproc 1
-  step torch_nccl_ours_1 300 env LD_PRELOAD="$PWD/$build/libnccl.so.2" python3 perf/gpu/torch_nccl_check.py --nproc 1
+  step torch_nccl_ours_1 300 env LD_PRELOAD="$lib" python3 perf/gpu/torch_nccl_check.py --nproc 1
 else
   echo "SKIP torch (no torch with CUDA here)" | tee -a "$summary"
 fi
