@@ -12,14 +12,16 @@
 # Exit status: 0 when every step that ran passed.
 #
 # Where the GPU machine cannot build (no compiler, CMake or GoogleTest there), build here with
-# only libraries such a machine has, strip the debug info and carry the six files (the device
-# tool carries at most 8 paths and 64 MiB; stripped, they are about 12 MiB):
+# only libraries such a machine has, strip the debug info and carry the seven files (the device
+# tool carries at most 8 paths and 64 MiB; stripped, they are about 15 MiB):
 #   cmake -S . -B build-gpu -G Ninja -DATOLL_WITH_CUDA=ON -DATOLL_WITH_HWLOC=OFF -DATOLL_WITH_UCX=OFF \
 #         -DATOLL_WITH_IBVERBS=OFF -DATOLL_BUILD_BENCH=OFF
-#   ninja -C build-gpu test_device test_device_kernels coll_check device_allreduce_bench device_kernel_bench nccl
-#   strip --strip-debug build-gpu/tests/{test_device,test_device_kernels,coll_check} \
+#   ninja -C build-gpu test_device test_device_kernels test_device_ipc coll_check device_allreduce_bench \
+#         device_kernel_bench nccl
+#   strip --strip-debug build-gpu/tests/{test_device,test_device_kernels,test_device_ipc,coll_check} \
 #         build-gpu/perf/{device_allreduce_bench,device_kernel_bench} build-gpu/libnccl.so.2.*.*
-#   carry: build-gpu/tests/test_device build-gpu/tests/test_device_kernels build-gpu/tests/coll_check
+#   carry: build-gpu/tests/test_device build-gpu/tests/test_device_kernels build-gpu/tests/test_device_ipc
+#          build-gpu/tests/coll_check
 #          build-gpu/perf/device_allreduce_bench build-gpu/perf/device_kernel_bench build-gpu/libnccl.so.2.30.7
 # The script skips the build when build-gpu/tests/coll_check exists (ATOLL_GPU_BUILD names another).
 set -u
@@ -50,13 +52,14 @@ head -15 "$out/nvidia-smi.txt"
 if [ ! -x "$build/tests/coll_check" ]; then
   step configure 300 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATOLL_WITH_CUDA=ON \
     -DATOLL_BUILD_BENCH=OFF
-  step build 600 ninja -C "$build" test_device test_device_kernels coll_check device_allreduce_bench \
-    device_kernel_bench nccl all_reduce_perf
+  step build 600 ninja -C "$build" test_device test_device_kernels test_device_ipc coll_check \
+    device_allreduce_bench device_kernel_bench nccl all_reduce_perf
 fi
 
 export ATOLL_DEVICE=cuda
 step test_device 120 "$build/tests/test_device"
 step test_device_kernels 120 "$build/tests/test_device_kernels"
+step test_device_ipc 120 "$build/tests/test_device_ipc"
 # Reduce kernel against cuMemcpyAsync device-to-device; the target is ratio >= 0.80 at large sizes.
 step kernel_bench 120 "$build/perf/device_kernel_bench" --min 1M --max 1G --iters 50
 cat "$out/kernel_bench.log"

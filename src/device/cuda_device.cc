@@ -2,7 +2,9 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <cstring>
@@ -49,6 +51,9 @@ struct Driver {
   decltype(&::cuMemHostGetDevicePointer) memHostGetDevicePointer = nullptr;
   decltype(&::cuStreamWaitValue32) streamWaitValue32 = nullptr;  // optional: without it, waits are on the host
   decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
+  decltype(&::cuIpcGetMemHandle) ipcGetMemHandle = nullptr;
+  decltype(&::cuIpcOpenMemHandle) ipcOpenMemHandle = nullptr;
+  decltype(&::cuIpcCloseMemHandle) ipcCloseMemHandle = nullptr;
   decltype(&::cuModuleLoadData) moduleLoadData = nullptr;
   decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
@@ -103,6 +108,9 @@ const Driver& driver() {
     if (r.streamWaitValue32 == nullptr)
       r.streamWaitValue32 = reinterpret_cast<decltype(r.streamWaitValue32)>(dlsym(lib, "cuStreamWaitValue32"));
     ok &= resolve(lib, "cuDeviceGetAttribute", &r.deviceGetAttribute, &r.why);
+    ok &= resolve(lib, "cuIpcGetMemHandle", &r.ipcGetMemHandle, &r.why);
+    ok &= resolve(lib, "cuIpcOpenMemHandle_v2", &r.ipcOpenMemHandle, &r.why);
+    ok &= resolve(lib, "cuIpcCloseMemHandle", &r.ipcCloseMemHandle, &r.why);
     ok &= resolve(lib, "cuModuleLoadData", &r.moduleLoadData, &r.why);
     ok &= resolve(lib, "cuModuleGetFunction", &r.moduleGetFunction, &r.why);
     ok &= resolve(lib, "cuLaunchKernel", &r.launchKernel, &r.why);
@@ -329,6 +337,61 @@ class CudaDevice final : public Device {
                        "this build of Atoll has no CUDA kernels (nvcc was not found when it was configured)");
 #endif
   }
+  Result<IpcHandle> exportMemory(const void* ptr) const override {
+    const Driver& d = driver();
+    const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    int ordinal = 0;
+    ATOLL_CU(d.pointerGetAttribute(&base, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p), "cuPointerGetAttribute(range start)");
+    ATOLL_CU(d.pointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p), "cuPointerGetAttribute(range size)");
+    ATOLL_CU(d.pointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p), "cuPointerGetAttribute(device)");
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(ordinal));
+    CUipcMemHandle raw;
+    ATOLL_CU(d.ipcGetMemHandle(&raw, base), "cuIpcGetMemHandle");
+    IpcHandle h;
+    static_assert(sizeof(raw) == sizeof(h.cuda));
+    h.backend = static_cast<uint8_t>(Kind::Cuda);
+    h.pid = static_cast<int32_t>(::getpid());
+    h.size = size;
+    h.offset = p - base;
+    std::memcpy(h.cuda, &raw, sizeof(raw));
+    return h;
+  }
+  Result<void*> importMemory(const IpcHandle& h) const override {
+    ATOLL_CHECK(validate(h, *this));
+    const int dev = currentDevice();
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(dev));
+    CUipcMemHandle raw;
+    std::memcpy(&raw, h.cuda, sizeof(raw));
+    CUdeviceptr base = 0;
+    // Lazy peer access: a peer allocation on another GPU is reached over NVLink/PCIe once touched.
+    ATOLL_CU(driver().ipcOpenMemHandle(&base, raw, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), "cuIpcOpenMemHandle");
+    std::lock_guard<std::mutex> lock(importMutex_);
+    imported_.push_back({base, h.size, dev});
+    return reinterpret_cast<void*>(base + h.offset);
+  }
+  Status closeImported(void* ptr) const override {
+    const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);
+    CUdeviceptr base = 0;
+    int dev = 0;
+    {
+      std::lock_guard<std::mutex> lock(importMutex_);
+      auto it = std::find_if(imported_.begin(), imported_.end(),
+                             [&](const Imported& m) { return p >= m.base && p < m.base + m.size; });
+      if (it == imported_.end())
+        return ATOLL_ERROR(ncclInvalidArgument, "%p is not memory imported with importMemory", ptr);
+      base = it->base;
+      dev = it->dev;
+      imported_.erase(it);
+    }
+    ContextScope scope;  // the context it was opened in
+    ATOLL_CHECK(scope.enter(dev));
+    ATOLL_CU(driver().ipcCloseMemHandle(base), "cuIpcCloseMemHandle");
+    return Status::Ok();
+  }
   Result<void*> allocateStaging(size_t bytes) const override {
     ATOLL_ASSIGN_OR_RETURN(void* p, host().allocate(bytes));
     // Pinned, a copy runs at the link's speed and needs no bounce buffer in the driver; unpinned
@@ -421,6 +484,13 @@ class CudaDevice final : public Device {
 #if defined(ATOLL_HAVE_CUDA_KERNELS)
   mutable KernelCache kernels_;
 #endif
+  struct Imported {
+    CUdeviceptr base;
+    uint64_t size;
+    int dev;
+  };
+  mutable std::mutex importMutex_;
+  mutable std::vector<Imported> imported_;
   mutable std::mutex counterMutex_;
   mutable std::vector<uint32_t*> freeCounters_;
 };

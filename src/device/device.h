@@ -34,6 +34,27 @@ struct EwCall {
 /// Why `call` cannot run (bad type, op or divisor, or a null buffer), or Ok.
 Status validate(const EwCall& call);
 
+/// A device allocation as another process of the node opens it (CUDA IPC; the emulator's memfd).
+/// Sent as these bytes over the bootstrap, between processes of one build: fixed layout, checked
+/// on arrival (magic, version, backend).
+struct IpcHandle {
+  static constexpr uint32_t kMagic = 0x43504941;  // "AIPC"
+  static constexpr uint16_t kVersion = 1;
+  uint32_t magic = kMagic;
+  uint16_t version = kVersion;
+  uint8_t backend = 0;  // Kind of the exporter
+  uint8_t reserved = 0;
+  int32_t pid = 0;       // exporter
+  int32_t fd = -1;       // emu: the exporter's memfd
+  uint64_t size = 0;     // of the whole allocation
+  uint64_t offset = 0;   // of the exported pointer within it
+  uint8_t cuda[64] = {};  // CUipcMemHandle
+};
+static_assert(sizeof(IpcHandle) == 96, "IpcHandle is wire format");
+class Device;
+/// Why `importer` cannot open `handle` (not a handle, another backend's, bad bounds), or Ok.
+Status validate(const IpcHandle& handle, const Device& importer);
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -62,6 +83,13 @@ class Device {
   /// Enqueues `call` on `stream` and returns, as a kernel launch does (the host backend runs it
   /// first). dst may alias a or b exactly. On the device, buffers are device memory.
   virtual Status elementwise(int dev, const EwCall& call, cudaStream_t stream) const;
+  /// The handle another process opens to reach the allocation holding `ptr` (at ptr's offset).
+  /// The allocation must outlive every importer's use; the host backend has no device memory.
+  virtual Result<IpcHandle> exportMemory(const void* ptr) const;
+  /// Maps a peer's exported allocation into this process; the pointer is the exported one's
+  /// counterpart, usable as this process's device memory until closeImported.
+  virtual Result<void*> importMemory(const IpcHandle& handle) const;
+  virtual Status closeImported(void* ptr) const;
   /// Host memory the backend copies to and from fastest (pinned on CUDA), for staging.
   virtual Result<void*> allocateStaging(size_t bytes) const;
   virtual Status releaseStaging(void* ptr) const;

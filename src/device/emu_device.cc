@@ -1,6 +1,11 @@
 #include "device/emu_device.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <chrono>
@@ -12,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,34 +28,56 @@
 namespace atl::device {
 namespace {
 
-/// One allocation: `size` bytes reserved without access at the device address, held at `bytes`.
+/// One allocation: `size` bytes reserved without access at the device address, held at `bytes`,
+/// a shared mapping of the memfd `fd` so that another process can map it too (IPC). An imported
+/// region is a peer's allocation mapped here; it has no fd of its own.
 struct Region {
   size_t size = 0;
   std::byte* bytes = nullptr;
+  int fd = -1;
+  bool imported = false;
 };
 
 class Memory {
  public:
   Result<void*> allocate(size_t bytes) {
     const size_t size = (std::max<size_t>(bytes, 1) + 4095) / 4096 * 4096;
-    void* addr = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (addr == MAP_FAILED) return ATOLL_ERROR(ncclSystemError, "emu: cannot reserve %zu bytes of device addresses", bytes);
-    void* view = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (view == MAP_FAILED) {
-      munmap(addr, size);
+    const int fd = ::memfd_create("atoll-emu-device", MFD_CLOEXEC);
+    if (fd < 0) return ATOLL_ERROR(ncclSystemError, "emu: memfd_create failed: %s", std::strerror(errno));
+    if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+      ::close(fd);
       return ATOLL_ERROR(ncclSystemError, "emu: cannot allocate %zu bytes of device memory", bytes);
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    regions_[reinterpret_cast<uintptr_t>(addr)] = Region{size, static_cast<std::byte*>(view)};
+    Result<void*> addr = map(fd, size, false);
+    if (!addr.ok()) ::close(fd);
     return addr;
   }
 
-  Status release(void* ptr) {
+  /// Maps `size` bytes of `fd` as a region: device addresses without access, and the view.
+  Result<void*> map(int fd, size_t size, bool imported) {
+    void* addr = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (addr == MAP_FAILED) return ATOLL_ERROR(ncclSystemError, "emu: cannot reserve %zu bytes of device addresses", size);
+    void* view = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (view == MAP_FAILED) {
+      munmap(addr, size);
+      return ATOLL_ERROR(ncclSystemError, "emu: cannot map %zu bytes of device memory: %s", size, std::strerror(errno));
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    regions_[reinterpret_cast<uintptr_t>(addr)] = Region{size, static_cast<std::byte*>(view), imported ? -1 : fd, imported};
+    return addr;
+  }
+
+  /// Unmaps the region starting at `ptr`; `imported` says which kind the caller means to free.
+  Status release(void* ptr, bool imported) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = regions_.find(reinterpret_cast<uintptr_t>(ptr));
-    if (it == regions_.end()) return ATOLL_ERROR(ncclInvalidArgument, "emu: %p is not device memory from ncclMemAlloc", ptr);
+    if (it == regions_.end() || it->second.imported != imported) {
+      return imported ? ATOLL_ERROR(ncclInvalidArgument, "emu: %p is not memory imported with importMemory", ptr)
+                      : ATOLL_ERROR(ncclInvalidArgument, "emu: %p is not device memory from ncclMemAlloc", ptr);
+    }
     munmap(ptr, it->second.size);
     munmap(it->second.bytes, it->second.size);
+    if (it->second.fd >= 0) ::close(it->second.fd);
     regions_.erase(it);
     return Status::Ok();
   }
@@ -241,7 +269,46 @@ class EmuDevice final : public Device {
     if (bytes > (SIZE_MAX >> 1)) return ATOLL_ERROR(ncclSystemError, "emu: allocation of %zu bytes failed", bytes);
     return memory().allocate(bytes);
   }
-  Status release(void* ptr) const override { return memory().release(ptr); }
+  Status release(void* ptr) const override { return memory().release(ptr, false); }
+  Result<IpcHandle> exportMemory(const void* ptr) const override {
+    uintptr_t base = 0;
+    Region r;
+    if (!memory().find(ptr, &base, &r) || r.imported)
+      return ATOLL_ERROR(ncclInvalidArgument, "emu: %p is not device memory allocated by this process", ptr);
+    IpcHandle h;
+    h.backend = static_cast<uint8_t>(Kind::Emu);
+    h.pid = static_cast<int32_t>(::getpid());
+    h.fd = r.fd;
+    h.size = r.size;
+    h.offset = reinterpret_cast<uintptr_t>(ptr) - base;
+    return h;
+  }
+  Result<void*> importMemory(const IpcHandle& h) const override {
+    ATOLL_CHECK(validate(h, *this));
+    // The exporter's memfd, through procfs: the same pages, no copy.
+    const std::string path = "/proc/" + std::to_string(h.pid) + "/fd/" + std::to_string(h.fd);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+      return ATOLL_ERROR(ncclRemoteError, "emu: cannot open the device memory of process %d (%s: %s); has it exited?",
+                         h.pid, path.c_str(), std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < h.size) {
+      ::close(fd);
+      return ATOLL_ERROR(ncclRemoteError, "emu: %s is not the %llu-byte allocation the handle describes", path.c_str(),
+                         static_cast<unsigned long long>(h.size));
+    }
+    Result<void*> addr = memory().map(fd, h.size, true);
+    ::close(fd);  // the mapping keeps the pages
+    if (!addr.ok()) return addr;
+    return static_cast<void*>(static_cast<std::byte*>(*addr) + h.offset);
+  }
+  Status closeImported(void* ptr) const override {
+    uintptr_t base = 0;
+    Region r;
+    if (!memory().find(ptr, &base, &r) || !r.imported)
+      return ATOLL_ERROR(ncclInvalidArgument, "emu: %p is not memory imported with importMemory", ptr);
+    return memory().release(reinterpret_cast<void*>(base), true);
+  }
   Status synchronize(int, cudaStream_t stream) const override {
     ATOLL_ASSIGN_OR_RETURN(Stream * s, streams().get(stream));
     s->runAndWait([] {});

@@ -79,6 +79,32 @@ Status Device::elementwise(int, const EwCall& call, cudaStream_t) const {
   return Status::Ok();
 }
 
+Status validate(const IpcHandle& h, const Device& importer) {
+  if (h.magic != IpcHandle::kMagic || h.version != IpcHandle::kVersion)
+    return ATOLL_ERROR(ncclInvalidArgument, "not a device memory handle of this Atoll build (magic %#x, version %u)",
+                       h.magic, unsigned{h.version});
+  if (h.backend != static_cast<uint8_t>(importer.kind())) {
+    static const char* const kNames[] = {"host", "cuda", "emu"};
+    const char* from = h.backend < 3 ? kNames[h.backend] : "unknown";
+    return ATOLL_ERROR(ncclInvalidUsage, "a device memory handle from the %s backend cannot be opened by the %s backend",
+                       from, importer.name());
+  }
+  if (h.size == 0 || h.offset >= h.size)
+    return ATOLL_ERROR(ncclInvalidArgument, "device memory handle: offset %llu is outside its %llu-byte allocation",
+                       static_cast<unsigned long long>(h.offset), static_cast<unsigned long long>(h.size));
+  return Status::Ok();
+}
+
+Result<IpcHandle> Device::exportMemory(const void*) const {
+  return ATOLL_ERROR(ncclInvalidUsage, "the %s backend has no device memory to export", name());
+}
+Result<void*> Device::importMemory(const IpcHandle&) const {
+  return ATOLL_ERROR(ncclInvalidUsage, "the %s backend cannot import device memory", name());
+}
+Status Device::closeImported(void*) const {
+  return ATOLL_ERROR(ncclInvalidUsage, "the %s backend cannot import device memory", name());
+}
+
 Result<void*> Device::allocateStaging(size_t bytes) const { return host().allocate(bytes); }
 
 Status Device::releaseStaging(void* ptr) const { return host().release(ptr); }

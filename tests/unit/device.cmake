@@ -18,3 +18,8 @@ set_tests_properties(atoll_info_device_bad PROPERTIES TIMEOUT 30 LABELS "unit;de
 add_executable(test_device_kernels ${CMAKE_CURRENT_LIST_DIR}/test_device_kernels.cc)
 target_link_libraries(test_device_kernels PRIVATE atoll_static GTest::gtest_main)
 gtest_discover_tests(test_device_kernels DISCOVERY_TIMEOUT 60 PROPERTIES ENVIRONMENT "ATOLL_DEVICE=emu" LABELS device)
+
+# Device memory shared between processes: a fresh child process opens an exported handle.
+add_executable(test_device_ipc ${CMAKE_CURRENT_LIST_DIR}/test_device_ipc.cc)
+target_link_libraries(test_device_ipc PRIVATE atoll_static GTest::gtest_main)
+gtest_discover_tests(test_device_ipc DISCOVERY_TIMEOUT 60 PROPERTIES ENVIRONMENT "ATOLL_DEVICE=emu" LABELS device)

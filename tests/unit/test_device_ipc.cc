@@ -1,0 +1,232 @@
+// Device memory shared between processes (Device::exportMemory / importMemory): a second process,
+// started fresh as CUDA requires (fork + exec of this binary, running the disabled
+// DeviceIpcChild.Run), opens a handle, reads what the exporter wrote and writes back; handles of
+// exited processes and malformed handles fail with a clear error. Runs under ATOLL_DEVICE=emu in ctest and =cuda in
+// perf/gpu/check.sh.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "device/device.h"
+
+extern char** environ;
+
+namespace atl::device {
+namespace {
+
+constexpr size_t kBytes = 64 << 10;
+constexpr size_t kOffset = 4096;  // exported pointer inside its allocation
+constexpr size_t kWindow = 4096;  // what the child reads and overwrites
+
+uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 7 + 1); }
+
+const Device& selected() {
+  Result<const Device*> d = select();
+  if (!d.ok()) {
+    ADD_FAILURE() << "ATOLL_DEVICE: " << lastErrorMessage();
+    return host();
+  }
+  return **d;
+}
+
+bool writeAll(int fd, const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = ::write(fd, c, n);
+    if (w <= 0) return false;
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+/// Reads n bytes or fails after `ms` (a child that died must not hang the test).
+bool readAll(int fd, void* p, size_t n, int ms = 30000) {
+  char* c = static_cast<char*>(p);
+  while (n > 0) {
+    pollfd pfd{fd, POLLIN, 0};
+    if (::poll(&pfd, 1, ms) <= 0) return false;
+    ssize_t r = ::read(fd, c, n);
+    if (r <= 0) return false;
+    c += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+/// This binary again, running only DeviceIpcChild.DISABLED_Run in `mode`, talking over two pipes.
+struct Child {
+  pid_t pid = -1;
+  int toChild = -1;
+  int fromChild = -1;
+
+  static Child start(const std::string& mode) {
+    int down[2], up[2];
+    Child c;
+    if (::pipe(down) != 0 || ::pipe(up) != 0) return c;
+    // Everything the child needs is built before fork: only exec runs after it.
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+    env.push_back("ATOLL_IPC_CHILD=" + mode + ":" + std::to_string(down[0]) + ":" + std::to_string(up[1]));
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string exe = "/proc/self/exe", filter = "--gtest_filter=DeviceIpcChild.DISABLED_Run",
+                also = "--gtest_also_run_disabled_tests";
+    char* argv[] = {exe.data(), filter.data(), also.data(), nullptr};
+    c.pid = ::fork();
+    if (c.pid == 0) {
+      ::close(down[1]);
+      ::close(up[0]);
+      ::execve(exe.c_str(), argv, envp.data());
+      ::_exit(127);
+    }
+    ::close(down[0]);
+    ::close(up[1]);
+    c.toChild = down[1];
+    c.fromChild = up[0];
+    return c;
+  }
+
+  /// The child's exit status (-1 if it had to be killed after `seconds`).
+  int wait(int seconds = 60) {
+    ::close(toChild);
+    ::close(fromChild);
+    int status = 0;
+    for (int i = 0; i < seconds * 100; ++i) {
+      if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return -1;
+  }
+};
+
+TEST(DeviceIpc, APeerProcessReadsAndWritesExportedMemory) {
+  const Device& d = selected();
+  if (d.kind() == Kind::Host) GTEST_SKIP() << "the host backend has no device memory";
+  Result<void*> mem = d.allocate(kBytes);
+  ASSERT_TRUE(mem.ok());
+  auto* base = static_cast<uint8_t*>(*mem);
+  std::vector<uint8_t> host(kBytes);
+  for (size_t i = 0; i < kBytes; ++i) host[i] = pattern(i);
+  ASSERT_TRUE(d.copy(d.currentDevice(), base, host.data(), kBytes, nullptr).ok());
+  Result<IpcHandle> h = d.exportMemory(base + kOffset);
+  ASSERT_TRUE(h.ok()) << lastErrorMessage();
+  EXPECT_EQ(h->offset, kOffset);
+
+  Child c = Child::start("open");
+  ASSERT_GT(c.pid, 0);
+  ASSERT_TRUE(writeAll(c.toChild, &*h, sizeof(IpcHandle)));
+  char done = 0;
+  EXPECT_TRUE(readAll(c.fromChild, &done, 1)) << "the child did not report";
+  EXPECT_EQ(done, 'k');
+  EXPECT_EQ(c.wait(), 0);
+
+  ASSERT_TRUE(d.copy(d.currentDevice(), host.data(), base, kBytes, nullptr).ok());
+  for (size_t i = 0; i < kBytes; ++i) {
+    const bool written = i >= kOffset && i < kOffset + kWindow;
+    ASSERT_EQ(host[i], written ? 0xc3 : pattern(i)) << "byte " << i;
+  }
+  EXPECT_TRUE(d.release(base).ok());
+}
+
+TEST(DeviceIpc, AHandleOfAProcessThatExitedIsAClearError) {
+  const Device& d = selected();
+  if (d.kind() == Kind::Host) GTEST_SKIP() << "the host backend has no device memory";
+  Child c = Child::start("export");
+  ASSERT_GT(c.pid, 0);
+  IpcHandle h;
+  ASSERT_TRUE(readAll(c.fromChild, &h, sizeof(h)));
+  EXPECT_EQ(c.wait(), 0);
+  Result<void*> p = d.importMemory(h);
+  ASSERT_FALSE(p.ok()) << "opened the memory of an exited process";
+  EXPECT_FALSE(lastErrorMessage().empty());
+}
+
+TEST(DeviceIpc, MalformedHandlesAreRefused) {
+  const Device& d = selected();
+  IpcHandle h;
+  h.backend = static_cast<uint8_t>(d.kind());
+  h.size = 4096;
+  h.magic = 0x12345678;
+  EXPECT_EQ(validate(h, d).code(), ncclInvalidArgument);
+  h.magic = IpcHandle::kMagic;
+  h.offset = 4096;
+  EXPECT_EQ(validate(h, d).code(), ncclInvalidArgument);
+  h.offset = 0;
+  EXPECT_TRUE(validate(h, d).ok());
+  h.backend = static_cast<uint8_t>(d.kind() == Kind::Emu ? Kind::Cuda : Kind::Emu);
+  EXPECT_EQ(validate(h, d).code(), ncclInvalidUsage);
+  EXPECT_EQ(d.importMemory(h).status().code(), ncclInvalidUsage);
+}
+
+TEST(DeviceIpc, TheHostBackendHasNothingToExport) {
+  int x = 0;
+  EXPECT_EQ(host().exportMemory(&x).status().code(), ncclInvalidUsage);
+  EXPECT_EQ(host().closeImported(&x).code(), ncclInvalidUsage);
+}
+
+TEST(DeviceIpc, ImportedAndOwnMemoryAreNotMixedUp) {
+  const Device& d = selected();
+  if (d.kind() != Kind::Emu) GTEST_SKIP() << "CUDA cannot import in the exporting process";
+  Result<void*> mem = d.allocate(kBytes);
+  ASSERT_TRUE(mem.ok());
+  Result<IpcHandle> h = d.exportMemory(*mem);
+  ASSERT_TRUE(h.ok());
+  Result<void*> alias = d.importMemory(*h);
+  ASSERT_TRUE(alias.ok()) << lastErrorMessage();
+  EXPECT_NE(*alias, *mem);
+  const uint32_t v = 0xfeedf00d;
+  uint32_t got = 0;
+  ASSERT_TRUE(d.copy(0, *mem, &v, 4, nullptr).ok());
+  ASSERT_TRUE(d.copy(0, &got, *alias, 4, nullptr).ok());
+  EXPECT_EQ(got, v) << "an import sees the exporter's bytes";
+  EXPECT_EQ(d.release(*alias).code(), ncclInvalidArgument);
+  EXPECT_EQ(d.closeImported(*mem).code(), ncclInvalidArgument);
+  EXPECT_EQ(d.exportMemory(*alias).status().code(), ncclInvalidArgument);
+  EXPECT_TRUE(d.closeImported(*alias).ok());
+  EXPECT_TRUE(d.release(*mem).ok());
+}
+
+/// The child's side, disabled: only Child::start runs it.
+TEST(DeviceIpcChild, DISABLED_Run) {
+  const char* spec = std::getenv("ATOLL_IPC_CHILD");
+  if (spec == nullptr) GTEST_SKIP() << "runs only as the child of a DeviceIpc test";
+  char mode[16] = {};
+  int in = -1, out = -1;
+  ASSERT_EQ(std::sscanf(spec, "%15[a-z]:%d:%d", mode, &in, &out), 3) << spec;
+  const Device& d = selected();
+  if (std::string(mode) == "export") {
+    Result<void*> mem = d.allocate(kBytes);
+    ASSERT_TRUE(mem.ok());
+    Result<IpcHandle> h = d.exportMemory(*mem);
+    ASSERT_TRUE(h.ok());
+    ASSERT_TRUE(writeAll(out, &*h, sizeof(IpcHandle)));
+    return;  // exits with the allocation: the handle now names nothing
+  }
+  IpcHandle h;
+  ASSERT_TRUE(readAll(in, &h, sizeof(h)));
+  Result<void*> p = d.importMemory(h);
+  ASSERT_TRUE(p.ok()) << lastErrorMessage();
+  std::vector<uint8_t> seen(kWindow);
+  ASSERT_TRUE(d.copy(d.currentDevice(), seen.data(), *p, kWindow, nullptr).ok());
+  for (size_t i = 0; i < kWindow; ++i) ASSERT_EQ(seen[i], pattern(kOffset + i)) << "byte " << i;
+  std::vector<uint8_t> mark(kWindow, 0xc3);
+  ASSERT_TRUE(d.copy(d.currentDevice(), *p, mark.data(), kWindow, nullptr).ok());
+  ASSERT_TRUE(d.closeImported(*p).ok());
+  ASSERT_TRUE(writeAll(out, "k", 1));
+}
+
+}  // namespace
+}  // namespace atl::device
