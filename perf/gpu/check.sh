@@ -69,6 +69,12 @@ done
 for n in 2 4; do
   step "coll_procs_$n" 300 "$build/tests/coll_check" --procs "$n" --device --quick --timeout 280
 done
+# Every all-reduce through the direct path (core/device_intranode.h): CUDA IPC between processes,
+# pointers between threads; the run fails if the path did not run.
+step coll_direct_procs_2 300 env ATOLL_DEVICE_IPC_MIN=1 "$build/tests/coll_check" --procs 2 --device --quick \
+  --colls allreduce --expect-device-direct --timeout 280
+step coll_direct_threads_2 300 env ATOLL_DEVICE_IPC_MIN=1 "$build/tests/coll_check" --threads 2 --device --quick \
+  --colls allreduce --expect-device-direct --timeout 280
 step bench_2 300 "$build/perf/device_allreduce_bench" --ranks 2 --min 1K --max 256M --iters 20
 step bench_4 300 "$build/perf/device_allreduce_bench" --ranks 4 --min 1K --max 64M --iters 10
 grep -v '^#' "$out/bench_2.log" > /dev/null 2>&1 && cat "$out/bench_2.log"

@@ -1,7 +1,9 @@
 // All-reduce on device buffers through the library's device backend (ATOLL_DEVICE=cuda on a GPU,
 // emu here), side by side with the same call on host buffers, ranks as threads of one process
-// sharing the device. What it measures is the staged path's cost (core/device_staging.h): the
-// device/host ratio is the share of time the copies to and from the device leave to the collective.
+// sharing the device. Below ATOLL_DEVICE_IPC_MIN (1 MiB) it measures the staged path
+// (core/device_staging.h): the device/host ratio is the share of time the copies to and from the
+// device leave to the collective. From there on, all-reduce reads the peers' device buffers in
+// place (core/device_intranode.h); ATOLL_DEVICE_IPC_MIN=-1 measures staging at every size.
 //
 //   device_allreduce_bench [--ranks N] [--min BYTES] [--max BYTES] [--iters N] [--warmup N]
 //

@@ -163,3 +163,7 @@ ATOLL_PARAM(ModelRdBwPct, "ATOLL_MODEL_RD_BW_PCT", Int, "106",
 ATOLL_PARAM(Device, "ATOLL_DEVICE", String, "auto",
             "Device backend: auto (cuda where a driver sees a GPU, else host), host, cuda, or emu (an emulated GPU "
             "whose memory the host cannot read and whose streams run on threads; for testing the GPU path).")
+ATOLL_PARAM(DeviceIpcMin, "ATOLL_DEVICE_IPC_MIN", Int, "1048576",
+            "All-reduces of device memory of at least this many bytes per rank, on communicators whose ranks share "
+            "one node, reduce peers' buffers in place with the device kernels (CUDA IPC) instead of staging them "
+            "through host memory. -1 turns the direct path off.")

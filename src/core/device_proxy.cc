@@ -5,6 +5,7 @@
 
 #include "base/debug.h"
 #include "core/comm.h"
+#include "core/device_intranode.h"
 #include "core/device_staging.h"
 
 namespace atl {
@@ -126,8 +127,14 @@ Status DeviceProxy::runJob(Job& job) {
     }
   }
   for (void* m : job.marks) dev.releaseMark(comm_->cudaDev, m);
-  if (result.ok()) result = comm_->staging->stage(comm_, job.ops);  // from here the ops address host memory
-  if (result.ok()) result = runBatch(job.ops);
+  bool direct = false;
+  if (result.ok()) {
+    Result<bool> ran = runDeviceIntraNode(comm_, job.ops, copyStream_);
+    if (ran.ok()) direct = *ran;
+    else result = ran.status();
+  }
+  if (result.ok() && !direct) result = comm_->staging->stage(comm_, job.ops);  // now the ops address host memory
+  if (result.ok() && !direct) result = runBatch(job.ops);
   return result;
 }
 

@@ -311,6 +311,9 @@ class CudaDevice final : public Device {
              "cuMemcpyAsync");
     return Status::Ok();
   }
+#if defined(ATOLL_HAVE_CUDA_KERNELS)
+  bool hasKernels() const override { return true; }
+#endif
   Status elementwise(int dev, const EwCall& call, cudaStream_t stream) const override {
     ATOLL_CHECK(validate(call));
     if (call.count == 0) return Status::Ok();

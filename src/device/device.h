@@ -80,6 +80,8 @@ class Device {
   virtual Status copy(int dev, void* dst, const void* src, size_t bytes, cudaStream_t stream) const;
   /// copy() without the wait: enqueued on `stream` after its earlier work, as cudaMemcpyAsync.
   virtual Status copyAsync(int dev, void* dst, const void* src, size_t bytes, cudaStream_t stream) const;
+  /// Whether elementwise() runs on device memory (the cuda backend needs nvcc at build time).
+  virtual bool hasKernels() const { return false; }
   /// Enqueues `call` on `stream` and returns, as a kernel launch does (the host backend runs it
   /// first). dst may alias a or b exactly. On the device, buffers are device memory.
   virtual Status elementwise(int dev, const EwCall& call, cudaStream_t stream) const;

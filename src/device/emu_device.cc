@@ -326,6 +326,7 @@ class EmuDevice final : public Device {
   Status copyAsync(int, void* dst, const void* src, size_t bytes, cudaStream_t stream) const override {
     return copyOn(dst, src, bytes, stream, false);
   }
+  bool hasKernels() const override { return true; }
   Status elementwise(int, const EwCall& call, cudaStream_t stream) const override {
     using namespace kernels::cuda;
     ATOLL_CHECK(validate(call));

@@ -62,6 +62,9 @@ struct Options {
   // --expect-algo: the algorithm each collective must report having run (core/call_report.h),
   // indexed by Coll; empty entries are not checked.
   std::vector<std::string> expectAlgo = std::vector<std::string>(static_cast<size_t>(Coll::kCount));
+  // --expect-device-direct: some all-reduce must have read its peers' device buffers in place
+  // (core/device_intranode.h) rather than staging them, so a silent fallback fails the run.
+  bool expectDeviceDirect = false;
 };
 
 // Parses --expect-algo's value: "ALGO" for every collective with a choice of algorithm, and

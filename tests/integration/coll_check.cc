@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/device_intranode.h"
 #include "device/device.h"
 #include "nccl.h"
 #include "tests/integration/coll_cases.h"
@@ -81,7 +82,8 @@ bool selectNames(const std::string& list, const char* const (&names)[N], std::ve
                "                  [--ops LIST] [--counts LIST] [--quick|--full] [--timeout SEC] [--verbose]\n"
                "                  [--nccl-mem]  (buffers from ncclMemAlloc)\n"
                "                  [--device]    (device buffers and a stream per rank: ATOLL_DEVICE=emu or cuda)\n"
-               "                  [--expect-algo ALGO[,COLL=ALGO...]]\n");
+               "                  [--expect-algo ALGO[,COLL=ALGO...]]\n"
+               "                  [--expect-device-direct]  (some all-reduce read peers' device buffers in place)\n");
   std::exit(2);
 }
 
@@ -157,6 +159,9 @@ Args parseArgs(int argc, char** argv) {
     } else if (s == "--device") {
       useDevice(true);
       gDeviceStreams = true;
+      a.passthrough.push_back(s);
+    } else if (s == "--expect-device-direct") {
+      a.opt.expectDeviceDirect = true;
       a.passthrough.push_back(s);
     } else if (s == "--verbose") {
       a.opt.verbose = true;
@@ -456,6 +461,9 @@ void runWorld(const World& given, const Options& opt, Stats& st) {
     runCase(w, c, st);
   }
   checkNoColorSplit(w, st);
+  for (size_t l = 0; opt.expectDeviceDirect && l < w.ranks.size(); ++l)
+    expect(st, atl::deviceIntraNodeCalls(w.comms[l]) > 0,
+           "rank " + std::to_string(w.ranks[l]) + ": no all-reduce read its peers' device buffers in place");
   setCurrentCase("finalize/destroy");
   std::string err;
   ncclResult_t r = forRanks(w, [&](size_t l) { return ncclCommFinalize(w.comms[l]); }, &err);

@@ -16,7 +16,12 @@
 #include <thread>
 #include <vector>
 
+#include "base/params.h"
+#include "core/device_intranode.h"
 #include "device/device.h"
+#include "nccl.h"
+#include "tests/common/saved_env.h"
+#include "tests/common/thread_ranks.h"
 
 extern char** environ;
 
@@ -197,6 +202,66 @@ TEST(DeviceIpc, ImportedAndOwnMemoryAreNotMixedUp) {
   EXPECT_EQ(d.exportMemory(*alias).status().code(), ncclInvalidArgument);
   EXPECT_TRUE(d.closeImported(*alias).ok());
   EXPECT_TRUE(d.release(*mem).ok());
+}
+
+/// All-reduce between thread-ranks of this process on device memory, through the direct path
+/// (core/device_intranode.h) when every rank's buffers are device memory, staged otherwise.
+class DeviceIntraNode : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    env_.save({"ATOLL_DEVICE_IPC_MIN"});
+    setenv("ATOLL_DEVICE_IPC_MIN", "1", 1);
+    params::reloadForTesting();
+  }
+  void TearDown() override {
+    env_.restore();
+    params::reloadForTesting();
+  }
+  /// Runs a 3-rank float-sum all-reduce of rank+1 in place, rank `hostRank` on host memory (-1:
+  /// none), and returns how many all-reduces took the direct path on each rank.
+  std::vector<uint64_t> run(int hostRank) {
+    const Device& d = selected();
+    constexpr int kRanks = 3;
+    constexpr size_t kCount = 100000;  // not a multiple of the 16-element slice step
+    ncclUniqueId id;
+    EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    std::vector<uint64_t> direct(kRanks, 0);
+    test::runRanks(kRanks, [&](int r) {
+      ncclComm_t comm = nullptr;
+      ASSERT_EQ(ncclCommInitRank(&comm, kRanks, id, r), ncclSuccess) << ncclGetLastError(nullptr);
+      std::vector<float> host(kCount, static_cast<float>(r + 1));
+      void* buf = host.data();
+      if (r != hostRank) {
+        Result<void*> mem = d.allocate(kCount * 4);
+        ASSERT_TRUE(mem.ok());
+        buf = *mem;
+      }
+      Result<cudaStream_t> s = d.createStream(0);
+      ASSERT_TRUE(s.ok());
+      ASSERT_TRUE(d.copy(0, buf, host.data(), kCount * 4, *s).ok());
+      EXPECT_EQ(ncclAllReduce(buf, buf, kCount, ncclFloat, ncclSum, comm, *s), ncclSuccess) << ncclGetLastError(comm);
+      ASSERT_TRUE(d.copy(0, host.data(), buf, kCount * 4, *s).ok());
+      for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(host[i], 6.0f) << "rank " << r << " element " << i;
+      direct[static_cast<size_t>(r)] = deviceIntraNodeCalls(comm);
+      EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+      EXPECT_TRUE(d.destroyStream(0, *s).ok());
+      if (r != hostRank) {
+        EXPECT_TRUE(d.release(buf).ok());
+      }
+    });
+    return direct;
+  }
+  test::SavedEnv env_;
+};
+
+TEST_F(DeviceIntraNode, DeviceBuffersOnEveryRankAreReducedInPlace) {
+  if (!selected().hasKernels()) GTEST_SKIP() << "no device kernels in this backend";
+  EXPECT_EQ(run(-1), (std::vector<uint64_t>{1, 1, 1}));
+}
+
+TEST_F(DeviceIntraNode, OneRankOnHostMemoryMakesEveryRankStage) {
+  if (!selected().hasKernels()) GTEST_SKIP() << "no device kernels in this backend";
+  EXPECT_EQ(run(1), (std::vector<uint64_t>{0, 0, 0}));
 }
 
 /// The child's side, disabled: only Child::start runs it.
