@@ -24,6 +24,8 @@ namespace atl::kernels::cuda {
 /// The operations, in the order of their kernel names' table (kOpTags).
 enum class EwOp : uint8_t { Sum, Prod, Max, Min, Scale, Divide };
 inline constexpr int kEwOps = 6;
+/// Sum, Prod, Max and Min read two inputs; Scale and Divide one.
+ATOLL_HOST_DEVICE constexpr bool isBinary(EwOp op) { return op <= EwOp::Min; }
 /// Threads per block of every launch (the kernels' __launch_bounds__).
 inline constexpr unsigned kBlockThreads = 512;
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "perf/common/byte_size.h"
 
 namespace atl::perf {
 
@@ -46,8 +47,6 @@ void printUsage(const char* prog, bool hasOp, bool hasRoot);
 /// The message sizes a sweep visits (-b, -e, -f or -i), shared by every tool so rows line up.
 std::vector<size_t> messageSizes(const Options& o);
 
-/// "8", "1K", "64M", "1G" (optionally with a trailing B); false on garbage or overflow.
-bool parseByteSize(const std::string& text, size_t* out);
 const char* opName(ncclRedOp_t op);
 
 }  // namespace atl::perf

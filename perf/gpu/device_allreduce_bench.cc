@@ -20,7 +20,7 @@
 
 #include "device/device.h"
 #include "device/emu_device.h"
-#include "perf/gpu/byte_size.h"
+#include "perf/common/byte_size.h"
 #include "nccl.h"
 
 namespace {
@@ -40,7 +40,7 @@ struct Args {
 
 size_t parseBytes(const char* s) {
   size_t v = 0;
-  if (!atl::perf::parseBytes(s, &v)) usage();
+  if (!atl::perf::parseByteSize(s, &v)) usage();
   return v;
 }
 

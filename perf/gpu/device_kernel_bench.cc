@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "device/device.h"
-#include "perf/gpu/byte_size.h"
+#include "perf/common/byte_size.h"
 
 namespace {
 
@@ -58,9 +58,9 @@ int main(int argc, char** argv) {
     if (i + 1 >= argc) usage();
     const char* v = argv[++i];
     if (flag == "--min") {
-      if (!atl::perf::parseBytes(v, &minBytes)) usage();
+      if (!atl::perf::parseByteSize(v, &minBytes)) usage();
     } else if (flag == "--max") {
-      if (!atl::perf::parseBytes(v, &maxBytes)) usage();
+      if (!atl::perf::parseByteSize(v, &maxBytes)) usage();
     } else if (flag == "--iters") {
       iters = std::atoi(v);
     } else {

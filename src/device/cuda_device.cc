@@ -323,9 +323,7 @@ class CudaDevice final : public Device {
     ATOLL_CHECK(scope.enter(dev));
     ATOLL_ASSIGN_OR_RETURN(KernelCache::Launch k, kernels_.get(dev, call.op, call.dt));
     const size_t elem = kernels::dtypeSize(call.dt);
-    const bool binary = call.op <= EwOp::Min;
-    EwArgs x{call.dst, call.a, binary ? call.b : nullptr, call.count, 0, 0, call.scalar, call.divisor};
-    splitForPacks(x, elem, binary);
+    EwArgs x = launchArgs(call);
     // Four blocks of 512 per SM fill an SM's 2048 threads; the grid stride covers the rest.
     const unsigned blocks = blocksFor(x, elem, kBlockThreads, static_cast<uint32_t>(k.sms) * 4);
     void* params[] = {&x};

@@ -33,6 +33,8 @@ struct EwCall {
 };
 /// Why `call` cannot run (bad type, op or divisor, or a null buffer), or Ok.
 Status validate(const EwCall& call);
+/// The kernel's arguments for `call` (validated), split into head, packs and tail at its addresses.
+kernels::cuda::EwArgs launchArgs(const EwCall& call);
 
 /// A device allocation as another process of the node opens it (CUDA IPC; the emulator's memfd).
 /// Sent as these bytes over the bootstrap, between processes of one build: fixed layout, checked

@@ -332,11 +332,10 @@ class EmuDevice final : public Device {
     ATOLL_CHECK(validate(call));
     if (call.count == 0) return Status::Ok();
     const size_t elem = kernels::dtypeSize(call.dt);
-    const bool binary = call.op <= EwOp::Min;
+    const bool binary = isBinary(call.op);
     // Split on the device addresses, as the GPU kernel is launched; the views keep every
     // address's offset within its page, so the packs stay aligned.
-    EwArgs x{call.dst, call.a, binary ? call.b : nullptr, call.count, 0, 0, call.scalar, call.divisor};
-    splitForPacks(x, elem, binary);
+    EwArgs x = launchArgs(call);
     const size_t bytes = call.count * elem;
     x.dst = resolve(call.dst, bytes);
     x.a = resolve(call.a, bytes);

@@ -55,10 +55,16 @@ Status validate(const EwCall& call) {
   if (call.op > EwOp::Divide) return ATOLL_ERROR(ncclInvalidArgument, "elementwise: invalid operation %d", int(call.op));
   if (call.op == EwOp::Divide && call.divisor < 1)
     return ATOLL_ERROR(ncclInvalidArgument, "elementwise: divisor %d is not >= 1", call.divisor);
-  const bool binary = call.op <= EwOp::Min;
-  if (call.count > 0 && (call.dst == nullptr || call.a == nullptr || (binary && call.b == nullptr)))
+  if (call.count > 0 && (call.dst == nullptr || call.a == nullptr || (kernels::cuda::isBinary(call.op) && call.b == nullptr)))
     return ATOLL_ERROR(ncclInvalidArgument, "elementwise: null buffer");
   return Status::Ok();
+}
+
+kernels::cuda::EwArgs launchArgs(const EwCall& call) {
+  const bool binary = kernels::cuda::isBinary(call.op);
+  kernels::cuda::EwArgs x{call.dst, call.a, binary ? call.b : nullptr, call.count, 0, 0, call.scalar, call.divisor};
+  kernels::cuda::splitForPacks(x, kernels::dtypeSize(call.dt), binary);
+  return x;
 }
 
 Status Device::elementwise(int, const EwCall& call, cudaStream_t) const {

@@ -25,7 +25,6 @@ constexpr ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,    ncc
                                      ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
 constexpr EwOp kOps[] = {EwOp::Sum, EwOp::Prod, EwOp::Max, EwOp::Min, EwOp::Scale, EwOp::Divide};
 
-bool binary(EwOp op) { return op <= EwOp::Min; }
 
 std::vector<uint8_t> randomBytes(size_t n, uint32_t seed) {
   std::mt19937 gen(seed);
@@ -95,9 +94,9 @@ void checkGrid(EwOp op, ncclDataType_t dt, size_t count, size_t dstOff, size_t a
   const int divisor = 3;
   reference(op, dt, want.data() + (d - got.data()), a, b, count, scalar, divisor);
 
-  EwArgs x{d, a, binary(op) ? b : nullptr, count, 0, 0, scalar, divisor};
-  splitForPacks(x, elem, binary(op));
-  if (count * elem >= 48 && dstOff % 16 == aOff % 16 && (!binary(op) || dstOff % 16 == bOff % 16)) {
+  EwArgs x{d, a, isBinary(op) ? b : nullptr, count, 0, 0, scalar, divisor};
+  splitForPacks(x, elem, isBinary(op));
+  if (count * elem >= 48 && dstOff % 16 == aOff % 16 && (!isBinary(op) || dstOff % 16 == bOff % 16)) {
     EXPECT_GT(x.packs, 0u) << "aligned buffers must take the 16-byte path";
   }
   ASSERT_TRUE(runGridOnHost(op, dt, x, threads));
