@@ -124,6 +124,10 @@ int runRank(const Options& o, int rank, const ncclUniqueId& id) {
   // busy: the target is in an all-reduce with the putter while the put (more than the link
   // holds) arrives, so only the target's progress thread can take it in.
   std::vector<float> big(1 << 20, static_cast<float>(rank + 1));
+  // Rank 0's put below overwrites rank 1's ring data, and nothing else orders it after rank 1's
+  // check above: without this all-reduce a slow rank 1 (ASan) saw the new bytes in its ring check.
+  std::vector<float> checked(1, 1.f);
+  EXPECT_OK(ncclAllReduce(checked.data(), checked.data(), 1, ncclFloat, ncclSum, comm, nullptr));
   if (rank == 0) {
     for (size_t i = 0; i < o.bytes; ++i) src[i] = pattern(100, i);
     EXPECT_OK(ncclPutSignal(src.data(), o.bytes, ncclUint8, 1, w, 0, 0, 0, 0, comm, nullptr));
