@@ -2,6 +2,7 @@
 # only, linked to libatoll.so, so the same sources also build against NVIDIA's libnccl.
 add_library(atoll_perf_common STATIC
   ${CMAKE_CURRENT_LIST_DIR}/common/collectives.cc
+  ${CMAKE_CURRENT_LIST_DIR}/common/device_buffers.cc
   ${CMAKE_CURRENT_LIST_DIR}/common/driver.cc
   ${CMAKE_CURRENT_LIST_DIR}/common/options.cc
   ${CMAKE_CURRENT_LIST_DIR}/common/report.cc
@@ -9,7 +10,7 @@ add_library(atoll_perf_common STATIC
   ${CMAKE_CURRENT_LIST_DIR}/common/values.cc
   ${CMAKE_CURRENT_LIST_DIR}/common/world.cc)
 target_include_directories(atoll_perf_common PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
-target_link_libraries(atoll_perf_common PUBLIC atoll Threads::Threads)
+target_link_libraries(atoll_perf_common PUBLIC atoll Threads::Threads ${CMAKE_DL_LIBS})
 
 set(ATOLL_PERF_TOOLS all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf
     sendrecv_perf gather_perf scatter_perf hypercube_perf)

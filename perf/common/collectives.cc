@@ -22,19 +22,31 @@ constexpr CollInfo kColls[] = {
 // that contains its own; it trades that run for its partner's, doubling what it holds. Each step
 // sends what the previous one received, so the steps are separate groups.
 ncclResult_t hyperCube(const void* send, void* recv, size_t count, ncclDataType_t type, int rank, int nranks,
-                       ncclComm_t comm) {
+                       ncclComm_t comm, cudaStream_t stream, bool device) {
   const size_t block = count * typeInfo(type).size;
   std::byte* out = static_cast<std::byte*>(recv);
   std::byte* own = out + static_cast<size_t>(rank) * block;
-  if (own != send) std::memcpy(own, send, block);  // host buffers; in place the block is already there
+  // In place the block is already there. Device memory is not the host's to copy: the block
+  // goes to itself through the library, in stream order.
+  if (own != send && !device) std::memcpy(own, send, block);
+  if (own != send && device) {
+    ncclResult_t res = ncclGroupStart();
+    if (res != ncclSuccess) return res;
+    ncclResult_t sres = ncclSend(send, count, type, rank, comm, stream);
+    ncclResult_t rres = ncclRecv(own, count, type, rank, comm, stream);
+    res = ncclGroupEnd();
+    if (sres != ncclSuccess) return sres;
+    if (rres != ncclSuccess) return rres;
+    if (res != ncclSuccess) return res;
+  }
   for (int mask = 1; mask < nranks; mask <<= 1) {
     const size_t held = static_cast<size_t>(rank & ~(mask - 1));
     const size_t wanted = held ^ static_cast<size_t>(mask);
     const size_t n = count * static_cast<size_t>(mask);
     ncclResult_t res = ncclGroupStart();
     if (res != ncclSuccess) return res;
-    ncclResult_t sres = ncclSend(out + held * block, n, type, rank ^ mask, comm, nullptr);
-    ncclResult_t rres = ncclRecv(out + wanted * block, n, type, rank ^ mask, comm, nullptr);
+    ncclResult_t sres = ncclSend(out + held * block, n, type, rank ^ mask, comm, stream);
+    ncclResult_t rres = ncclRecv(out + wanted * block, n, type, rank ^ mask, comm, stream);
     res = ncclGroupEnd();
     if (sres != ncclSuccess) return sres;
     if (rres != ncclSuccess) return rres;
@@ -100,32 +112,32 @@ double busBwFactor(Coll coll, int nranks) {
 }
 
 ncclResult_t issue(Coll coll, const void* send, void* recv, const Layout& l, ncclDataType_t type, ncclRedOp_t op,
-                   int root, int rank, int nranks, ncclComm_t comm) {
+                   int root, int rank, int nranks, ncclComm_t comm, cudaStream_t stream, bool device) {
   const size_t c = l.paramCount;
   switch (coll) {
     case Coll::AllReduce:
-      return ncclAllReduce(send, recv, c, type, op, comm, nullptr);
+      return ncclAllReduce(send, recv, c, type, op, comm, stream);
     case Coll::AllGather:
-      return ncclAllGather(send, recv, c, type, comm, nullptr);
+      return ncclAllGather(send, recv, c, type, comm, stream);
     case Coll::ReduceScatter:
-      return ncclReduceScatter(send, recv, c, type, op, comm, nullptr);
+      return ncclReduceScatter(send, recv, c, type, op, comm, stream);
     case Coll::Broadcast:
-      return ncclBroadcast(send, recv, c, type, root, comm, nullptr);
+      return ncclBroadcast(send, recv, c, type, root, comm, stream);
     case Coll::Reduce:
-      return ncclReduce(send, recv, c, type, op, root, comm, nullptr);
+      return ncclReduce(send, recv, c, type, op, root, comm, stream);
     case Coll::AlltoAll:
-      return ncclAlltoAll(send, recv, c, type, comm, nullptr);
+      return ncclAlltoAll(send, recv, c, type, comm, stream);
     case Coll::Gather:
-      return ncclGather(send, recv, c, type, root, comm, nullptr);
+      return ncclGather(send, recv, c, type, root, comm, stream);
     case Coll::Scatter:
-      return ncclScatter(send, recv, c, type, root, comm, nullptr);
+      return ncclScatter(send, recv, c, type, root, comm, stream);
     case Coll::HyperCube:
-      return hyperCube(send, recv, c, type, rank, nranks, comm);
+      return hyperCube(send, recv, c, type, rank, nranks, comm, stream, device);
     case Coll::SendRecv: {
       ncclResult_t res = ncclGroupStart();
       if (res != ncclSuccess) return res;
-      ncclResult_t sres = ncclSend(send, c, type, (rank + 1) % nranks, comm, nullptr);
-      ncclResult_t rres = ncclRecv(recv, c, type, (rank + nranks - 1) % nranks, comm, nullptr);
+      ncclResult_t sres = ncclSend(send, c, type, (rank + 1) % nranks, comm, stream);
+      ncclResult_t rres = ncclRecv(recv, c, type, (rank + nranks - 1) % nranks, comm, stream);
       res = ncclGroupEnd();
       if (sres != ncclSuccess) return sres;
       return rres != ncclSuccess ? rres : res;

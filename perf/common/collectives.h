@@ -55,10 +55,10 @@ double busBwFactor(Coll coll, int nranks);
 /// aggregated iterations (-m); empty when it can.
 std::string unsupportedReason(Coll coll, int nranks, int ranksPerThread, int aggIters);
 
-/// One call of the collective (sendrecv: a grouped send to rank+1 and receive from rank-1;
-/// hypercube: one group per dimension).
+/// One call of the collective on `stream` (sendrecv: a grouped send to rank+1 and receive from
+/// rank-1; hypercube: one group per dimension). `device`: the buffers are device memory.
 ncclResult_t issue(Coll coll, const void* send, void* recv, const Layout& layout, ncclDataType_t type, ncclRedOp_t op,
-                   int root, int rank, int nranks, ncclComm_t comm);
+                   int root, int rank, int nranks, ncclComm_t comm, cudaStream_t stream, bool device);
 
 /// Number of output elements rank holds after the call (0 on non-roots of reduce and gather).
 size_t outputCount(Coll coll, const Layout& layout, int rank, int root);

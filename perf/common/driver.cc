@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "perf/common/device_buffers.h"
 #include "perf/common/options.h"
 #include "perf/common/report.h"
 #include "perf/common/tally.h"
@@ -46,29 +47,39 @@ struct MemFree {
 
 struct Buffer {
   std::unique_ptr<std::byte[]> data;
-  std::unique_ptr<std::byte, MemFree> shared;  // -R: from ncclMemAlloc instead
+  std::unique_ptr<std::byte, MemFree> shared;  // -R or -D: from ncclMemAlloc instead
+  std::vector<std::byte> mirror;               // -D: what the host writes and reads, copied in and out
   void* handle = nullptr;                      // -R: its ncclCommRegister handle
   size_t bytes = 0;
-  /// Returns false when ncclMemAlloc fails.
-  bool reserve(size_t n, bool fromNccl) {
+  /// Returns false when ncclMemAlloc fails. On the device (-D) the caller clears it by an upload.
+  bool reserve(size_t n, bool fromNccl, bool device) {
     // One spare element keeps the pointer non-null (and distinct) for zero-byte messages.
     bytes = n + 64;
-    if (!fromNccl) {
+    if (!fromNccl && !device) {
       data = std::make_unique<std::byte[]>(bytes);
       return true;
     }
     void* p = nullptr;
     if (ncclMemAlloc(&p, bytes) != ncclSuccess) return false;
     shared.reset(static_cast<std::byte*>(p));
-    std::memset(p, 0, bytes);
+    if (device)
+      mirror.assign(bytes, std::byte{0});
+    else
+      std::memset(p, 0, bytes);
     return true;
   }
+  /// Where the collective reads and writes.
   std::byte* at(size_t elem, size_t elemSize) const { return (shared ? shared.get() : data.get()) + elem * elemSize; }
+  /// Where the host fills patterns and checks results: the buffer itself, or its mirror.
+  std::byte* hostAt(size_t elem, size_t elemSize) {
+    return mirror.empty() ? at(elem, elemSize) : mirror.data() + elem * elemSize;
+  }
 };
 
 struct RankState {
   int rank = 0;
   ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;  // -D: the rank's own, so its calls are queued as on a GPU
   Buffer send;
   Buffer recv;  // also the single buffer of in-place runs
   double scratch[4] = {};
@@ -84,6 +95,7 @@ struct Job {
   Report* report;   // owned by the process that holds rank 0
   Tally* tally;     // null without checking (-c 0)
   int corruptRank;  // ATOLL_PERF_CORRUPT_RANK, -1 when unset
+  const DeviceCalls* device;  // -D; null for host buffers
 };
 
 double now(bool cpu) {
@@ -130,6 +142,10 @@ class RankGroup {
 
   void init();
   void allocate();
+  // -D: the first `bytes` of the host side of `b` to the device, or back; no-ops on host buffers.
+  void upload(RankState& rs, Buffer& b, size_t bytes);
+  void download(RankState& rs, Buffer& b, size_t bytes);
+  void synchronize();
   void shareRankLines();
   void joinTally();
   void combine(double* values, int n, ncclRedOp_t op);
@@ -154,6 +170,24 @@ class RankGroup {
 void RankGroup::init() {
   forAll("ncclCommInitRank",
          [&](RankState& rs, size_t) { return ncclCommInitRank(&rs.comm, job_.nranks, job_.world.id, rs.rank); });
+  if (job_.device == nullptr) return;
+  for (RankState& rs : ranks_) check(job_.device->streamCreate(&rs.stream), "atollStreamCreate", rs);
+}
+
+void RankGroup::upload(RankState& rs, Buffer& b, size_t bytes) {
+  if (job_.device == nullptr || bytes == 0) return;
+  check(job_.device->memcpy(b.at(0, 1), b.mirror.data(), bytes, rs.stream), "atollMemcpy (to the device)", rs);
+}
+
+void RankGroup::download(RankState& rs, Buffer& b, size_t bytes) {
+  if (job_.device == nullptr || bytes == 0) return;
+  check(job_.device->memcpy(b.mirror.data(), b.at(0, 1), bytes, rs.stream), "atollMemcpy (from the device)", rs);
+}
+
+// As nccl-tests ends a timed loop: the calls returned once queued, the time is until they ran.
+void RankGroup::synchronize() {
+  if (job_.device == nullptr) return;
+  for (RankState& rs : ranks_) check(job_.device->streamSynchronize(rs.stream), "atollStreamSynchronize", rs);
 }
 
 void RankGroup::allocate() {
@@ -166,10 +200,12 @@ void RankGroup::allocate() {
       recvBytes = std::max(recvBytes, l.bufferCount() * es);
     }
   }
-  const bool shared = job_.options.localRegister;
+  const bool shared = job_.options.localRegister, device = job_.device != nullptr;
   for (RankState& rs : ranks_) {
-    if (!rs.send.reserve(sendBytes, shared) || !rs.recv.reserve(recvBytes, shared))
+    if (!rs.send.reserve(sendBytes, shared, device) || !rs.recv.reserve(recvBytes, shared, device))
       check(ncclSystemError, "ncclMemAlloc", rs);
+    upload(rs, rs.send, rs.send.bytes);
+    upload(rs, rs.recv, rs.recv.bytes);
     if (!shared) continue;
     check(ncclCommRegister(rs.comm, rs.send.at(0, 1), rs.send.bytes, &rs.send.handle), "ncclCommRegister", rs);
     check(ncclCommRegister(rs.comm, rs.recv.at(0, 1), rs.recv.bytes, &rs.recv.handle), "ncclCommRegister", rs);
@@ -235,7 +271,8 @@ void RankGroup::issueAll(Place place, size_t bytes, ncclDataType_t type, ncclRed
         const bool inPlace = place == Place::InPlace;
         const void* send = inPlace ? rs.recv.at(l.inPlaceSend, es) : rs.send.at(0, es);
         void* recv = rs.recv.at(inPlace ? l.inPlaceRecv : 0, es);
-        return issue(coll, send, recv, l, type, op, root, rs.rank, job_.nranks, rs.comm);
+        return issue(coll, send, recv, l, type, op, root, rs.rank, job_.nranks, rs.comm, rs.stream,
+                     job_.device != nullptr);
       },
       agg);
 }
@@ -245,6 +282,7 @@ double RankGroup::timeIt(Place place, size_t bytes, ncclDataType_t type, ncclRed
   barrier();
   const double start = now(o.cpuTime);
   for (int i = 0; i < iters; ++i) issueAll(place, bytes, type, op, root, o.aggIters);
+  synchronize();
   const double elapsed = now(o.cpuTime) - start;
   return elapsed * 1e6 / (static_cast<double>(iters) * o.aggIters);
 }
@@ -257,14 +295,17 @@ int64_t RankGroup::verify(Place place, size_t bytes, ncclDataType_t type, ncclRe
   for (RankState& rs : ranks_) {
     Layout l = layoutFor(coll, bytes, es, job_.nranks, rs.rank);
     // 0xff bytes are NaN for every float type, so an untouched output cannot pass by accident.
-    std::memset(rs.recv.at(0, es), 0xff, l.bufferCount() * es);
-    pattern.fill(rs.rank, inPlace ? rs.recv.at(l.inPlaceSend, es) : rs.send.at(0, es), l.sendCount);
+    std::memset(rs.recv.hostAt(0, es), 0xff, l.bufferCount() * es);
+    pattern.fill(rs.rank, inPlace ? rs.recv.hostAt(l.inPlaceSend, es) : rs.send.hostAt(0, es), l.sendCount);
+    upload(rs, rs.recv, l.bufferCount() * es);
+    if (!inPlace) upload(rs, rs.send, l.sendCount * es);
   }
   issueAll(place, bytes, type, op, root, 1);
   int64_t wrong = 0;
   for (RankState& rs : ranks_) {
     Layout l = layoutFor(coll, bytes, es, job_.nranks, rs.rank);
-    std::byte* out = rs.recv.at(inPlace ? l.inPlaceRecv : 0, es);
+    download(rs, rs.recv, l.bufferCount() * es);
+    std::byte* out = rs.recv.hostAt(inPlace ? l.inPlaceRecv : 0, es);
     const size_t n = outputCount(coll, l, rs.rank, root);
     if (rs.rank == job_.corruptRank && n > 0) {
       // Test hook: a result no library could have produced (NaN for floats, inverted bits for integers).
@@ -282,8 +323,10 @@ void RankGroup::clean(size_t bytes, size_t es) {
   if (!dirty_) return;
   for (RankState& rs : ranks_) {
     Layout l = layoutFor(job_.coll.coll, bytes, es, job_.nranks, rs.rank);
-    std::memset(rs.send.at(0, es), 0, l.sendCount * es);
-    std::memset(rs.recv.at(0, es), 0, l.bufferCount() * es);
+    std::memset(rs.send.hostAt(0, es), 0, l.sendCount * es);
+    std::memset(rs.recv.hostAt(0, es), 0, l.bufferCount() * es);
+    upload(rs, rs.send, l.sendCount * es);
+    upload(rs, rs.recv, l.bufferCount() * es);
   }
   dirty_ = false;
 }
@@ -385,6 +428,8 @@ void RankGroup::run() {
   for (RankState& rs : ranks_) {
     check(ncclCommDestroy(rs.comm), "ncclCommDestroy", rs);
     rs.comm = nullptr;
+    if (rs.stream != nullptr) check(job_.device->streamDestroy(rs.stream), "atollStreamDestroy", rs);
+    rs.stream = nullptr;
   }
   if (tally_) tally_->awaitRelease();
   tally_.reset();
@@ -433,6 +478,19 @@ int toolMain(int argc, char** argv, Coll coll) {
     retireIdFile(world);
     return kExitUsage;
   }
+  DeviceCalls deviceCalls;
+  if (options.deviceBuffers) {
+    // Before any communicator exists: a backend without streams (host) is a usage error, not a
+    // library failure halfway through the run.
+    cudaStream_t probe = nullptr;
+    error.clear();
+    if (!findDeviceCalls(&deviceCalls, &error) || deviceCalls.streamCreate(&probe) != ncclSuccess ||
+        deviceCalls.streamDestroy(probe) != ncclSuccess) {
+      std::fprintf(stderr, "%s: -D 1: %s\n", info.tool, error.empty() ? ncclGetLastError(nullptr) : error.c_str());
+      retireIdFile(world);
+      return kExitUsage;
+    }
+  }
   const int corruptRank = corruptRankFromEnv(nranks);
   if (corruptRank == -2) {
     std::fprintf(stderr, "%s: %s=%s is not a rank of this job (0..%d)\n", info.tool, kEnvCorruptRank,
@@ -454,7 +512,8 @@ int toolMain(int argc, char** argv, Coll coll) {
                                           message.c_str());
                                     });
   }
-  const Job job{options, info, world, nranks, report.get(), tally.get(), corruptRank};
+  const Job job{options, info, world, nranks, report.get(), tally.get(), corruptRank,
+                options.deviceBuffers ? &deviceCalls : nullptr};
   std::vector<std::unique_ptr<RankGroup>> groups;
   for (int t = 0; t < options.threads; ++t) {
     groups.push_back(

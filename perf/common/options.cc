@@ -73,6 +73,7 @@ constexpr option kLongOptions[] = {
     {"root", required_argument, nullptr, 'r'},
     {"blocking", required_argument, nullptr, 'z'},
     {"local_register", required_argument, nullptr, 'R'},
+    {"device_buffers", required_argument, nullptr, 'D'},
     {"average", required_argument, nullptr, 'a'},
     {"nthreads", required_argument, nullptr, 't'},
     {"ngpus", required_argument, nullptr, 'g'},
@@ -112,7 +113,7 @@ ParseOutcome parseOptions(int argc, char** argv, Options* out, std::string* erro
     *error = std::string("invalid value '") + (optarg ? optarg : "") + "' for " + what;
     return ParseOutcome::Error;
   };
-  while ((c = getopt_long(argc, argv, ":b:e:i:f:n:m:w:c:o:d:r:z:R:a:t:g:N:C:J:vh", kLongOptions, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":b:e:i:f:n:m:w:c:o:d:r:z:R:D:a:t:g:N:C:J:vh", kLongOptions, nullptr)) != -1) {
     switch (c) {
       case 'b':
         if (!parseByteSize(optarg, &o.minBytes)) return bad("-b (minbytes)");
@@ -167,6 +168,12 @@ ParseOutcome parseOptions(int argc, char** argv, Options* out, std::string* erro
         int v = 0;
         if (!parseIntArg(optarg, 0, 1, &v)) return bad("-R (local_register, 0 or 1)");
         o.localRegister = v != 0;
+        break;
+      }
+      case 'D': {
+        int v = 0;
+        if (!parseIntArg(optarg, 0, 1, &v)) return bad("-D (device_buffers, 0 or 1)");
+        o.deviceBuffers = v != 0;
         break;
       }
       case 'a': {
@@ -239,6 +246,8 @@ void printUsage(const char* prog, bool hasOp, bool hasRoot) {
                "  -z,--blocking <0/1>         blocking collectives (accepted; host calls always complete)\n"
                "  -R,--local_register <0/1>   buffers from ncclMemAlloc, registered with ncclCommRegister: shm\n"
                "                              links between processes then move them in a single copy (default 0)\n"
+               "  -D,--device_buffers <0/1>   buffers in device memory (ncclMemAlloc on ATOLL_DEVICE=cuda or emu)\n"
+               "                              and a stream per rank, as nccl-tests has them (default 0: host)\n"
                "  -a,--average <0..3>         combine rank times: 0 min, 1 avg, 2 max, 3 sum (default 1)\n"
                "  -t,--nthreads <n>           threads per process (default 1)\n"
                "  -g,--ngpus <n>              ranks per thread (default 1)\n"

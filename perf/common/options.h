@@ -30,6 +30,7 @@ struct Options {
   int root = 0;
   bool blocking = false;
   bool localRegister = false;  // -R: buffers from ncclMemAlloc, as nccl-tests' -R does
+  bool deviceBuffers = false;  // -D: device buffers and a stream per rank (perf/common/device_buffers.h)
   TimeReduce average = TimeReduce::Avg;
   int threads = 1;
   int ranksPerThread = 1;

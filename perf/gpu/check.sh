@@ -3,7 +3,8 @@
 # backend; run the device tests, the elementwise kernels against the host kernels for every type
 # and operation among them; benchmark the reduce kernel against the device's own copy; check every
 # collective on device buffers with 1, 2 and 4 ranks sharing the GPU (threads and processes);
-# benchmark device against host buffers; and, where torch with CUDA is installed, run
+# run the *_perf tools on device buffers (all_reduce_perf with 1, 2 and 4 ranks, the others with
+# 2); benchmark device against host buffers; and, where torch with CUDA is installed, run
 # torch.distributed's NCCL backend on our libnccl.so.2.
 #
 #   perf/gpu/check.sh [OUTDIR]       (default: $OUT, else /tmp/atoll-gpu-check)
@@ -53,7 +54,7 @@ if [ ! -x "$build/tests/coll_check" ]; then
   step configure 300 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATOLL_WITH_CUDA=ON \
     -DATOLL_BUILD_BENCH=OFF
   step build 600 ninja -C "$build" test_device test_device_kernels test_device_ipc coll_check \
-    device_allreduce_bench device_kernel_bench nccl all_reduce_perf
+    device_allreduce_bench device_kernel_bench nccl perf_tools atollrun
 fi
 
 export ATOLL_DEVICE=cuda
@@ -75,6 +76,21 @@ step coll_direct_procs_2 300 env ATOLL_DEVICE_IPC_MIN=1 "$build/tests/coll_check
   --colls allreduce --expect-device-direct --timeout 280
 step coll_direct_threads_2 300 env ATOLL_DEVICE_IPC_MIN=1 "$build/tests/coll_check" --threads 2 --device --quick \
   --colls allreduce --expect-device-direct --timeout 280
+# nccl-tests' way: the *_perf tools on device buffers (-D 1), a stream per rank, ranks as
+# processes sharing the GPU, every result checked (-c 1). Skipped where a carried build lacks them.
+run_perf() {  # run_perf TOOL NP MAXBYTES
+  [ -x "$build/perf/$1_perf" ] && [ -x "$build/bin/atollrun" ] || { echo "SKIP $1_perf (not built)" | tee -a "$summary"; return; }
+  local extra=""
+  case $1 in broadcast|reduce|gather|scatter) extra="-r 1" ;; esac
+  step "$1_perf_np$2" 300 "$build/bin/atollrun" -np "$2" "$build/perf/$1_perf" -D 1 -b 8 -e "$3" -f 4 -n 10 -c 1 $extra
+}
+for n in 1 2 4; do
+  run_perf all_reduce "$n" 256M
+done
+for tool in all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter; do
+  run_perf "$tool" 2 64M
+done
+grep -v '^#  Rank' "$out/all_reduce_perf_np2.log" 2> /dev/null | tail -20
 step bench_2 300 "$build/perf/device_allreduce_bench" --ranks 2 --min 1K --max 256M --iters 20
 step bench_4 300 "$build/perf/device_allreduce_bench" --ranks 4 --min 1K --max 64M --iters 10
 grep -v '^#' "$out/bench_2.log" > /dev/null 2>&1 && cat "$out/bench_2.log"

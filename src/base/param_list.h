@@ -167,3 +167,7 @@ ATOLL_PARAM(DeviceIpcMin, "ATOLL_DEVICE_IPC_MIN", Int, "1048576",
             "All-reduces of device memory of at least this many bytes per rank, on communicators whose ranks share "
             "one node, reduce peers' buffers in place with the device kernels (CUDA IPC) instead of staging them "
             "through host memory. -1 turns the direct path off.")
+ATOLL_PARAM(DeviceIpcCache, "ATOLL_DEVICE_IPC_CACHE", Int, "64",
+            "Peer device allocations a process keeps mapped (CUDA IPC) after the direct all-reduce used them, so "
+            "that the next call on the same buffers maps nothing; the least recently used go first. 0 maps and "
+            "unmaps on every call.")

@@ -10,6 +10,7 @@
 #include "base/params.h"
 #include "base/tsan.h"
 #include "core/comm.h"
+#include "core/device_ipc_cache.h"
 #include "kernels/host/reduce.h"
 
 namespace atl {
@@ -63,16 +64,13 @@ bool qualifies(const ncclComm* comm, std::span<const OpDesc> ops) {
   return min >= 0 && op.count * kernels::dtypeSize(op.dtype) >= static_cast<uint64_t>(min);
 }
 
-bool sameAllocation(const device::IpcHandle& a, const device::IpcHandle& b) {
-  return a.pid == b.pid && a.fd == b.fd && a.size == b.size && std::memcmp(a.cuda, b.cuda, sizeof(a.cuda)) == 0;
-}
-
-/// The peers' buffers as this process reaches them, and what must be closed afterwards.
+/// The peers' buffers as this process reaches them: pointers for peers in this process, mappings
+/// from the process's cache (core/device_ipc_cache.h) for the others, held for the call.
 class PeerBuffers {
  public:
-  explicit PeerBuffers(const device::Device& dev) : dev_(dev) {}
+  PeerBuffers(const device::Device& dev, int onDevice) : dev_(dev), onDevice_(onDevice) {}
   ~PeerBuffers() {
-    for (void* p : opened_) (void)dev_.closeImported(p);
+    for (const device::IpcHandle& h : held_) DeviceIpcCache::process().release(dev_, h, onDevice_);
   }
   Status open(const std::vector<Entry>& entries, int self) {
     send_.resize(entries.size());
@@ -85,17 +83,8 @@ class PeerBuffers {
         recv_[p] = reinterpret_cast<std::byte*>(e.recvAddr);
         continue;
       }
-      ATOLL_ASSIGN_OR_RETURN(void* s, dev_.importMemory(e.send));
-      opened_.push_back(s);
-      send_[p] = static_cast<std::byte*>(s);
-      if (sameAllocation(e.send, e.recv)) {
-        // One mapping serves both (in place, or two buffers of one allocation).
-        recv_[p] = send_[p] - e.send.offset + e.recv.offset;
-      } else {
-        ATOLL_ASSIGN_OR_RETURN(void* r, dev_.importMemory(e.recv));
-        opened_.push_back(r);
-        recv_[p] = static_cast<std::byte*>(r);
-      }
+      ATOLL_ASSIGN_OR_RETURN(send_[p], map(e.send));
+      ATOLL_ASSIGN_OR_RETURN(recv_[p], map(e.recv));  // in place: the same entry, used twice
     }
     return Status::Ok();
   }
@@ -103,9 +92,16 @@ class PeerBuffers {
   std::byte* recv(size_t p) const { return recv_[p]; }
 
  private:
+  Result<std::byte*> map(const device::IpcHandle& h) {
+    ATOLL_ASSIGN_OR_RETURN(std::byte* ptr, DeviceIpcCache::process().acquire(dev_, h, onDevice_));
+    held_.push_back(h);
+    return ptr;
+  }
+
   const device::Device& dev_;
+  const int onDevice_;
   std::vector<std::byte*> send_, recv_;
-  std::vector<void*> opened_;
+  std::vector<device::IpcHandle> held_;
 };
 
 /// Rank `r`'s slice of `count` elements: whole 16-element steps, so every slice but the last
@@ -210,7 +206,7 @@ Result<bool> runDeviceIntraNode(ncclComm* comm, std::span<const OpDesc> ops, cud
   };
 
   // 2. Every rank maps its peers' buffers, or all of them stage.
-  PeerBuffers peers(dev);
+  PeerBuffers peers(dev, comm->cudaDev);
   Status opened = peers.open(entries, comm->rank);
   if (!opened.ok()) ATOLL_INFO(log::kP2p, "rank %d: cannot map a peer's device buffer (%s): staging instead", comm->rank,
                                lastErrorMessage().c_str());

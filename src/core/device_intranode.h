@@ -1,6 +1,7 @@
 // All-reduce on device memory between the ranks of one node without staging through the host:
 // each rank reduces its slice of the buffer reading every peer's input where it lies (CUDA IPC,
-// or the pointer itself for a peer in this process) with the device kernels, then copies the
+// mapped once and kept by core/device_ipc_cache.h, or the pointer itself for a peer in this
+// process) with the device kernels, then copies the
 // peers' reduced slices. NCCL does the same over NVLink; here it runs from the proxy thread
 // (core/device_proxy.h), after the group's streams reached the call.
 //

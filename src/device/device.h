@@ -50,7 +50,7 @@ struct IpcHandle {
   int32_t fd = -1;       // emu: the exporter's memfd
   uint64_t size = 0;     // of the whole allocation
   uint64_t offset = 0;   // of the exported pointer within it
-  uint8_t cuda[64] = {};  // CUipcMemHandle
+  uint8_t cuda[64] = {};  // CUipcMemHandle; emu: the allocation's identity (process nonce, serial)
 };
 static_assert(sizeof(IpcHandle) == 96, "IpcHandle is wire format");
 class Device;

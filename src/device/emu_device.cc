@@ -36,7 +36,24 @@ struct Region {
   std::byte* bytes = nullptr;
   int fd = -1;
   bool imported = false;
+  uint64_t serial = 0;  // own allocations: which one, so a handle names it and not just its fd number
 };
+
+/// Makes an allocation's identity unique across processes and pid reuse (IpcHandle::cuda's bytes,
+/// which importers compare to tell a new allocation from an old one at a reused fd).
+uint64_t processNonce() {
+  static const uint64_t nonce = [] {
+    uint64_t v = 0;
+    const int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      if (::read(fd, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) v = 0;
+      ::close(fd);
+    }
+    return v ^ static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+           (static_cast<uint64_t>(::getpid()) << 40);
+  }();
+  return nonce;
+}
 
 class Memory {
  public:
@@ -63,7 +80,8 @@ class Memory {
       return ATOLL_ERROR(ncclSystemError, "emu: cannot map %zu bytes of device memory: %s", size, std::strerror(errno));
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    regions_[reinterpret_cast<uintptr_t>(addr)] = Region{size, static_cast<std::byte*>(view), imported ? -1 : fd, imported};
+    regions_[reinterpret_cast<uintptr_t>(addr)] =
+        Region{size, static_cast<std::byte*>(view), imported ? -1 : fd, imported, imported ? 0 : ++serials_};
     return addr;
   }
 
@@ -98,6 +116,7 @@ class Memory {
  private:
   std::mutex mutex_;
   std::map<uintptr_t, Region> regions_;
+  uint64_t serials_ = 0;
 };
 
 Memory& memory() {
@@ -281,6 +300,8 @@ class EmuDevice final : public Device {
     h.fd = r.fd;
     h.size = r.size;
     h.offset = reinterpret_cast<uintptr_t>(ptr) - base;
+    const uint64_t id[2] = {processNonce(), r.serial};
+    std::memcpy(h.cuda, id, sizeof id);
     return h;
   }
   Result<void*> importMemory(const IpcHandle& h) const override {

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -27,7 +28,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/params.h"
 #include "core/device_intranode.h"
+#include "core/device_ipc_cache.h"
 #include "device/device.h"
 #include "nccl.h"
 #include "tests/integration/coll_cases.h"
@@ -464,6 +467,15 @@ void runWorld(const World& given, const Options& opt, Stats& st) {
   for (size_t l = 0; opt.expectDeviceDirect && l < w.ranks.size(); ++l)
     expect(st, atl::deviceIntraNodeCalls(w.comms[l]) > 0,
            "rank " + std::to_string(w.ranks[l]) + ": no all-reduce read its peers' device buffers in place");
+  if (opt.expectDeviceDirect) {
+    // Every case makes new buffers, so the process's mapping cache must have closed the idle ones
+    // beyond its limit as it went (core/device_ipc_cache.h).
+    const atl::DeviceIpcCache& cache = atl::DeviceIpcCache::process();
+    const int64_t limit = atl::params::getInt(atl::params::Id::DeviceIpcCache);
+    expect(st, static_cast<int64_t>(cache.mapped()) <= std::max<int64_t>(limit, 0),
+           "peer mappings left open: " + std::to_string(cache.mapped()) + " (limit " + std::to_string(limit) + ", " +
+               std::to_string(cache.imports()) + " opened)");
+  }
   setCurrentCase("finalize/destroy");
   std::string err;
   ncclResult_t r = forRanks(w, [&](size_t l) { return ncclCommFinalize(w.comms[l]); }, &err);

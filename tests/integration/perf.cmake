@@ -36,6 +36,29 @@ atoll_perf_test(perf_all_reduce_t2_g2 60 $<TARGET_FILE:all_reduce_perf> -t 2 -g 
 atoll_perf_test(perf_alltoall_t2_g2 60 $<TARGET_FILE:alltoall_perf> -t 2 -g 2 -b 8 -e 256K -f 8 -c 1)
 atoll_perf_test(perf_broadcast_g3 60 $<TARGET_FILE:broadcast_perf> -g 3 -r 1 -b 8 -e 256K -f 8 -c 1 -m 2)
 
+# -D 1: device buffers and a stream per rank, on the emulated GPU (the same runs on a GPU are in
+# perf/gpu/check.sh). Threads cross the 1 MiB direct all-reduce (core/device_intranode.h);
+# processes run every collective, -R 1 adds registration of the device buffers.
+atoll_perf_test(perf_device_emu_all_reduce_t3 60
+  env ATOLL_DEVICE=emu $<TARGET_FILE:all_reduce_perf> -D 1 -t 3 -b 8 -e 4M -f 8 -n 3 -c 1)
+atoll_perf_test(perf_device_emu_all_reduce_np3_registered 60
+  ${ATOLL_RUN} -np 3 -x ATOLL_DEVICE=emu $<TARGET_FILE:all_reduce_perf> -D 1 -R 1 -b 8 -e 4M -f 8 -n 3 -c 1)
+foreach(tool all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter hypercube)
+  set(extra "")
+  set(np 3)
+  if(tool MATCHES "^(broadcast|reduce|gather|scatter)$")
+    list(APPEND extra -r 2)
+  endif()
+  if(tool STREQUAL "hypercube")
+    set(np 4)  # a power of two
+  endif()
+  atoll_perf_test(perf_device_emu_${tool}_np${np} 60 ${ATOLL_RUN} -np ${np} -x ATOLL_DEVICE=emu
+    $<TARGET_FILE:${tool}_perf> -D 1 -b 8 -e 256K -f 8 -n 3 -c 1 ${extra})
+endforeach()
+# The host backend has no streams: -D 1 is refused before any communicator exists.
+atoll_perf_test(perf_device_on_host_refused 20 ${ATOLL_EXPECT} -m "-D 1: .*no streams" 2
+  env ATOLL_DEVICE=host $<TARGET_FILE:all_reduce_perf> -D 1)
+
 # Launch conventions other than atollrun.
 atoll_perf_test(perf_env_master_addr 60
   ${CMAKE_CURRENT_LIST_DIR}/perf_launch_env.sh master $<TARGET_FILE:all_gather_perf> -b 8 -e 64K -f 8 -c 1)

@@ -18,6 +18,7 @@
 
 #include "base/params.h"
 #include "core/device_intranode.h"
+#include "core/device_ipc_cache.h"
 #include "device/device.h"
 #include "nccl.h"
 #include "tests/common/saved_env.h"
@@ -202,6 +203,130 @@ TEST(DeviceIpc, ImportedAndOwnMemoryAreNotMixedUp) {
   EXPECT_EQ(d.exportMemory(*alias).status().code(), ncclInvalidArgument);
   EXPECT_TRUE(d.closeImported(*alias).ok());
   EXPECT_TRUE(d.release(*mem).ok());
+}
+
+TEST(DeviceIpc, AnAllocationMadeWhereAFreedOneWasHasAnotherHandle) {
+  // The mapping cache (core/device_ipc_cache.h) relies on it: a handle names an allocation, not
+  // an address, so a buffer freed and made again is never served the old mapping.
+  const Device& d = selected();
+  if (d.kind() == Kind::Host) GTEST_SKIP() << "the host backend has no device memory";
+  Result<void*> first = d.allocate(kBytes);
+  ASSERT_TRUE(first.ok());
+  Result<IpcHandle> h1 = d.exportMemory(*first);
+  ASSERT_TRUE(h1.ok()) << lastErrorMessage();
+  ASSERT_TRUE(d.release(*first).ok());
+  Result<void*> second = d.allocate(kBytes);
+  ASSERT_TRUE(second.ok());
+  Result<IpcHandle> h2 = d.exportMemory(*second);
+  ASSERT_TRUE(h2.ok()) << lastErrorMessage();
+  EXPECT_NE(std::memcmp(h1->cuda, h2->cuda, sizeof h1->cuda), 0)
+      << "same handle for two allocations (" << (*first == *second ? "same" : "other") << " address)";
+  EXPECT_TRUE(d.release(*second).ok());
+}
+
+/// The process's cache of peers' mappings, on allocations of this process imported back (the
+/// emulator allows that; CUDA refuses its own handles).
+class DeviceIpcCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (selected().kind() != Kind::Emu) GTEST_SKIP() << "CUDA cannot import in the exporting process";
+    env_.save({"ATOLL_DEVICE_IPC_CACHE"});
+  }
+  void TearDown() override {
+    for (void* p : mem_) EXPECT_TRUE(selected().release(p).ok());
+    env_.restore();
+    params::reloadForTesting();
+  }
+  void limit(const char* n) {
+    setenv("ATOLL_DEVICE_IPC_CACHE", n, 1);
+    params::reloadForTesting();
+  }
+  /// A new allocation whose first word is `tag`, exported at `offset`.
+  IpcHandle make(uint32_t tag, size_t offset = 0) {
+    const Device& d = selected();
+    Result<void*> mem = d.allocate(kBytes);
+    EXPECT_TRUE(mem.ok());
+    mem_.push_back(*mem);
+    EXPECT_TRUE(d.copy(0, *mem, &tag, sizeof tag, nullptr).ok());
+    Result<IpcHandle> h = d.exportMemory(static_cast<std::byte*>(*mem) + offset);
+    EXPECT_TRUE(h.ok());
+    return *h;
+  }
+  uint32_t firstWord(const std::byte* mapped, const IpcHandle& h) {
+    uint32_t got = 0;
+    EXPECT_TRUE(selected().copy(0, &got, mapped - h.offset, sizeof got, nullptr).ok());
+    return got;
+  }
+  test::SavedEnv env_;
+  std::vector<void*> mem_;
+  DeviceIpcCache cache;  // a fresh one per test, not the process's
+  const Device& d = selected();
+};
+
+TEST_F(DeviceIpcCacheTest, OneAllocationIsMappedOnceAcrossUsesAndOffsets) {
+  limit("8");
+  const IpcHandle a = make(11);
+  IpcHandle a4k = a;
+  a4k.offset = 4096;  // another pointer into the same allocation
+  for (int round = 0; round < 3; ++round) {
+    Result<std::byte*> p = cache.acquire(d, a, 0);
+    Result<std::byte*> q = cache.acquire(d, a4k, 0);
+    ASSERT_TRUE(p.ok() && q.ok()) << lastErrorMessage();
+    EXPECT_EQ(*q - *p, 4096);
+    EXPECT_EQ(firstWord(*p, a), 11u);
+    cache.release(d, a, 0);
+    cache.release(d, a4k, 0);
+  }
+  EXPECT_EQ(cache.imports(), 1u) << "three calls on one buffer map it once";
+  EXPECT_EQ(cache.mapped(), 1u) << "kept for the next call";
+  // Opened in another device's context, it is another mapping.
+  ASSERT_TRUE(cache.acquire(d, a, 1).ok());
+  cache.release(d, a, 1);
+  EXPECT_EQ(cache.imports(), 2u);
+}
+
+TEST_F(DeviceIpcCacheTest, AFreedAndRemadeBufferIsMappedAgainNotServedTheOldPages) {
+  limit("8");
+  const IpcHandle old = make(1);
+  ASSERT_TRUE(cache.acquire(d, old, 0).ok());
+  cache.release(d, old, 0);
+  // Free it and make another: the emulator's memfd gets the same descriptor number, and often
+  // the same address.
+  ASSERT_TRUE(d.release(mem_.back()).ok());
+  mem_.pop_back();
+  const IpcHandle again = make(2);
+  EXPECT_EQ(again.fd, old.fd) << "the test is about a reused descriptor";
+  Result<std::byte*> p = cache.acquire(d, again, 0);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(firstWord(*p, again), 2u) << "the new allocation's bytes, not the freed one's";
+  cache.release(d, again, 0);
+  EXPECT_EQ(cache.imports(), 2u);
+}
+
+TEST_F(DeviceIpcCacheTest, IdleMappingsBeyondTheLimitAreClosedLeastRecentlyUsedFirst) {
+  limit("2");
+  const IpcHandle a = make(1), b = make(2), c = make(3);
+  for (const IpcHandle& h : {a, b, c}) {
+    ASSERT_TRUE(cache.acquire(d, h, 0).ok());
+  }
+  EXPECT_EQ(cache.mapped(), 3u) << "mappings in use are never closed";
+  cache.release(d, b, 0);
+  cache.release(d, a, 0);
+  cache.release(d, c, 0);
+  EXPECT_EQ(cache.mapped(), 2u);
+  // b went idle first, so it was closed: using it maps again, a and c do not.
+  ASSERT_TRUE(cache.acquire(d, a, 0).ok());
+  ASSERT_TRUE(cache.acquire(d, c, 0).ok());
+  EXPECT_EQ(cache.imports(), 3u);
+  ASSERT_TRUE(cache.acquire(d, b, 0).ok());
+  EXPECT_EQ(cache.imports(), 4u);
+  for (const IpcHandle& h : {a, b, c}) cache.release(d, h, 0);
+  limit("0");
+  cache.release(d, a, 0);  // a release of nothing held changes nothing
+  EXPECT_EQ(cache.mapped(), 2u);
+  ASSERT_TRUE(cache.acquire(d, a, 0).ok());
+  cache.release(d, a, 0);
+  EXPECT_EQ(cache.mapped(), 0u) << "limit 0: nothing is kept";
 }
 
 /// All-reduce between thread-ranks of this process on device memory, through the direct path
