@@ -7,6 +7,18 @@
 
 namespace atl {
 
+namespace {
+
+void record(ncclComm* comm, CallReport r) {
+  r.seq = comm->lastCall ? comm->lastCall->seq + 1 : 1;
+  comm->lastCall = r;
+  ATOLL_INFO(log::kTune, "%s: count %zu %s algorithm %s protocol %s channels %d%s (comm %p rank %d nranks %d)",
+             algo::collName(r.coll), r.count, kernels::dtypeName(r.dtype), algo::algoName(r.algo), r.proto,
+             r.nchannels, r.fromCache ? " cached plan" : "", static_cast<void*>(comm), comm->rank, comm->nranks);
+}
+
+}  // namespace
+
 void reportCall(ncclComm* comm, algo::Coll coll, size_t count, const engine::Plan& plan, bool fromCache) {
   CallReport r;
   r.coll = coll;
@@ -16,11 +28,18 @@ void reportCall(ncclComm* comm, algo::Coll coll, size_t count, const engine::Pla
   r.proto = plan.proto;
   r.nchannels = plan.nchannels;
   r.fromCache = fromCache;
-  r.seq = comm->lastCall ? comm->lastCall->seq + 1 : 1;
-  comm->lastCall = r;
-  ATOLL_INFO(log::kTune, "%s: count %zu %s algorithm %s protocol %s channels %d%s (comm %p rank %d nranks %d)",
-             algo::collName(coll), count, kernels::dtypeName(plan.dtype), algo::algoName(plan.algo), plan.proto,
-             plan.nchannels, fromCache ? " cached plan" : "", static_cast<void*>(comm), comm->rank, comm->nranks);
+  record(comm, r);
+}
+
+void reportPath(ncclComm* comm, algo::Coll coll, size_t count, ncclDataType_t dtype, algo::Algo algo,
+                const char* proto) {
+  CallReport r;
+  r.coll = coll;
+  r.count = count;
+  r.dtype = dtype;
+  r.algo = algo;
+  r.proto = proto;
+  record(comm, r);
 }
 
 std::optional<CallReport> lastCall(const ncclComm* comm) { return comm->lastCall; }

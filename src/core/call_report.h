@@ -33,6 +33,10 @@ struct CallReport {
 /// Records (and, with TUNING enabled, logs) the collective `plan` runs for on `comm`. Called by
 /// the thread issuing calls on the communicator, once per launched collective.
 void reportCall(ncclComm* comm, algo::Coll coll, size_t count, const engine::Plan& plan, bool fromCache);
+/// The same for a collective that ran outside the engine's plans (core/device_intranode.h):
+/// `proto` names the path (a static string), channels are 0.
+void reportPath(ncclComm* comm, algo::Coll coll, size_t count, ncclDataType_t dtype, algo::Algo algo,
+                const char* proto);
 
 /// The last collective reported on `comm` (nullopt before the first). Read it from the thread
 /// that issues calls on the communicator, as for every other per-call state.

@@ -9,6 +9,7 @@
 #include "base/debug.h"
 #include "base/params.h"
 #include "base/tsan.h"
+#include "core/call_report.h"
 #include "core/comm.h"
 #include "core/device_ipc_cache.h"
 #include "kernels/host/reduce.h"
@@ -158,11 +159,7 @@ Status gatherSlices(ncclComm* comm, const OpDesc& op, const PeerBuffers& peers, 
   return dev.synchronize(comm->cudaDev, stream);
 }
 
-}  // namespace
-
-Result<bool> runDeviceIntraNode(ncclComm* comm, std::span<const OpDesc> ops, cudaStream_t stream) {
-  if (!qualifies(comm, ops)) return false;
-  const OpDesc& op = ops[0];
+Result<bool> runDirect(ncclComm* comm, const OpDesc& op, cudaStream_t stream) {
   const device::Device& dev = *comm->device;
   const size_t bytes = op.count * kernels::dtypeSize(op.dtype);
 
@@ -224,8 +221,23 @@ Result<bool> runDeviceIntraNode(ncclComm* comm, std::span<const OpDesc> ops, cud
   ATOLL_ASSIGN_OR_RETURN(bool allGathered, agree(gathered.ok()));
   if (!gathered.ok()) return gathered;
   if (!allGathered) return ATOLL_ERROR(ncclRemoteError, "rank %d: a peer's device copy failed", comm->rank);
-  comm->deviceIntraNodeCalls.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+}  // namespace
+
+Result<bool> runDeviceIntraNode(ncclComm* comm, std::span<const OpDesc> ops, cudaStream_t stream) {
+  if (!qualifies(comm, ops)) return false;
+  // The exchanges are collectives of their own and report themselves (core/call_report.h); the
+  // call's report must be the all-reduce's, or the staged run's when it falls back.
+  const std::optional<CallReport> before = comm->lastCall;
+  Result<bool> ran = runDirect(comm, ops[0], stream);
+  comm->lastCall = before;
+  if (ran.ok() && *ran) {
+    reportPath(comm, algo::Coll::AllReduce, ops[0].count, ops[0].dtype, algo::Algo::Direct, "DeviceIpc");
+    comm->deviceIntraNodeCalls.fetch_add(1, std::memory_order_relaxed);
+  }
+  return ran;
 }
 
 uint64_t deviceIntraNodeCalls(const ncclComm* comm) {

@@ -12,11 +12,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/params.h"
+#include "core/call_report.h"
 #include "core/device_intranode.h"
 #include "core/device_ipc_cache.h"
 #include "device/device.h"
@@ -351,6 +353,7 @@ class DeviceIntraNode : public ::testing::Test {
     ncclUniqueId id;
     EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
     std::vector<uint64_t> direct(kRanks, 0);
+    reports_.assign(kRanks, std::nullopt);
     test::runRanks(kRanks, [&](int r) {
       ncclComm_t comm = nullptr;
       ASSERT_EQ(ncclCommInitRank(&comm, kRanks, id, r), ncclSuccess) << ncclGetLastError(nullptr);
@@ -368,6 +371,7 @@ class DeviceIntraNode : public ::testing::Test {
       ASSERT_TRUE(d.copy(0, host.data(), buf, kCount * 4, *s).ok());
       for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(host[i], 6.0f) << "rank " << r << " element " << i;
       direct[static_cast<size_t>(r)] = deviceIntraNodeCalls(comm);
+      reports_[static_cast<size_t>(r)] = lastCall(comm);
       EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
       EXPECT_TRUE(d.destroyStream(0, *s).ok());
       if (r != hostRank) {
@@ -376,17 +380,34 @@ class DeviceIntraNode : public ::testing::Test {
     });
     return direct;
   }
+  /// Each rank's report of its last call after run() (core/call_report.h).
+  std::vector<std::optional<CallReport>> reports_;
   test::SavedEnv env_;
 };
 
 TEST_F(DeviceIntraNode, DeviceBuffersOnEveryRankAreReducedInPlace) {
   if (!selected().hasKernels()) GTEST_SKIP() << "no device kernels in this backend";
   EXPECT_EQ(run(-1), (std::vector<uint64_t>{1, 1, 1}));
+  // The report is the all-reduce's, not the path's internal all-gathers'.
+  for (const std::optional<CallReport>& r : reports_) {
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->coll, algo::Coll::AllReduce);
+    EXPECT_EQ(r->algo, algo::Algo::Direct);
+    EXPECT_STREQ(r->proto, "DeviceIpc");
+    EXPECT_EQ(r->count, 100000u);
+    EXPECT_EQ(r->seq, 1u) << "one call reported, the exchanges not counted";
+  }
 }
 
 TEST_F(DeviceIntraNode, OneRankOnHostMemoryMakesEveryRankStage) {
   if (!selected().hasKernels()) GTEST_SKIP() << "no device kernels in this backend";
   EXPECT_EQ(run(1), (std::vector<uint64_t>{0, 0, 0}));
+  for (const std::optional<CallReport>& r : reports_) {
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->coll, algo::Coll::AllReduce) << "the staged all-reduce, not the exchange that decided it";
+    EXPECT_STRNE(r->proto, "DeviceIpc");
+    EXPECT_EQ(r->seq, 1u);
+  }
 }
 
 /// The child's side, disabled: only Child::start runs it.
