@@ -70,12 +70,13 @@ done
 for n in 2 4; do
   step "coll_procs_$n" 300 "$build/tests/coll_check" --procs "$n" --device --quick --timeout 280
 done
-# Every all-reduce through the direct path (core/device_intranode.h): CUDA IPC between processes,
+# Every all-reduce, reduce-scatter, all-gather, broadcast and reduce through the direct path
+# (core/device_intranode.h), failing any case that stages instead: CUDA IPC between processes,
 # pointers between threads; the run fails if the path did not run.
 step coll_direct_procs_2 300 env ATOLL_DEVICE_IPC_MIN=1 "$build/tests/coll_check" --procs 2 --device --quick \
-  --colls allreduce --expect-device-direct --timeout 280
+  --colls allreduce,reducescatter,allgather,broadcast,bcast,reduce --expect-device-direct --timeout 280
 step coll_direct_threads_2 300 env ATOLL_DEVICE_IPC_MIN=1 "$build/tests/coll_check" --threads 2 --device --quick \
-  --colls allreduce --expect-device-direct --timeout 280
+  --colls allreduce,reducescatter,allgather,broadcast,bcast,reduce --expect-device-direct --timeout 280
 # nccl-tests' way: the *_perf tools on device buffers (-D 1), a stream per rank, ranks as
 # processes sharing the GPU, every result checked (-c 1). Skipped where a carried build lacks them.
 run_perf() {  # run_perf TOOL NP MAXBYTES

@@ -164,10 +164,11 @@ ATOLL_PARAM(Device, "ATOLL_DEVICE", String, "auto",
             "Device backend: auto (cuda where a driver sees a GPU, else host), host, cuda, or emu (an emulated GPU "
             "whose memory the host cannot read and whose streams run on threads; for testing the GPU path).")
 ATOLL_PARAM(DeviceIpcMin, "ATOLL_DEVICE_IPC_MIN", Int, "1048576",
-            "All-reduces of device memory of at least this many bytes per rank, on communicators whose ranks share "
-            "one node, reduce peers' buffers in place with the device kernels (CUDA IPC) instead of staging them "
-            "through host memory. -1 turns the direct path off.")
+            "All-reduces, reduce-scatters, all-gathers, broadcasts and reduces of device memory whose larger buffer "
+            "holds at least this many bytes, on communicators whose ranks share one node, read peers' buffers in place "
+            "with the device kernels and copies (CUDA IPC) instead of staging them through host memory. -1 turns "
+            "the direct path off.")
 ATOLL_PARAM(DeviceIpcCache, "ATOLL_DEVICE_IPC_CACHE", Int, "64",
-            "Peer device allocations a process keeps mapped (CUDA IPC) after the direct all-reduce used them, so "
+            "Peer device allocations a process keeps mapped (CUDA IPC) after the direct path used them, so "
             "that the next call on the same buffers maps nothing; the least recently used go first. 0 maps and "
             "unmaps on every call.")

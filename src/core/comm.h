@@ -73,7 +73,7 @@ struct ncclComm {
   std::optional<atl::CallReport> lastCall;  // likewise (core/call_report.h)
   const atl::device::Device* device = nullptr;
   std::unique_ptr<atl::DeviceStaging> staging;  // calls on device memory (made by the first one)
-  std::atomic<uint64_t> deviceIntraNodeCalls{0};  // all-reduces core/device_intranode.h ran
+  std::atomic<uint64_t> deviceIntraNodeCalls{0};  // collectives core/device_intranode.h ran
   uint64_t windowSeq = 0;  // windows registered so far (collective, so equal on every rank)
   // Runs the calls of a stream-ordered device (core/device_proxy.h). Destroyed before everything
   // above it, so its thread has stopped before anything it touches goes.

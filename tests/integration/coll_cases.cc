@@ -554,6 +554,18 @@ void checkExecutedAlgo(const World& w, const Case& c, RankRun& rr, uint64_t seqB
                         std::to_string(got->count) + "), expected " + want);
 }
 
+// With --expect-device-direct, every call the direct device path takes must report it.
+void checkDeviceDirect(const World& w, const Case& c, RankRun& rr, uint64_t seqBefore) {
+  const bool direct = c.coll == Coll::kAllReduce || c.coll == Coll::kReduceScatter || c.coll == Coll::kAllGather ||
+                      c.coll == Coll::kBroadcast || c.coll == Coll::kBcast || c.coll == Coll::kReduce;
+  if (!w.expectDeviceDirect || !direct || c.count == 0 || c.op == kPreMul) return;
+  std::optional<atl::CallReport> got = atl::lastCall(rr.comm);
+  if (!got || got->seq != seqBefore + 1 || std::string(got->proto) != "DeviceIpc")
+    rr.errors.push_back(c.describe() + ": staged instead of the direct device path (reported " +
+                        (got ? std::string(atl::algo::algoName(got->algo)) + "/" + got->proto : std::string("nothing")) +
+                        ")");
+}
+
 }  // namespace
 
 void runCase(const World& w, const Case& c, Stats& stats) {
@@ -587,6 +599,7 @@ void runCase(const World& w, const Case& c, Stats& stats) {
     rr.recv.download(rr.comm, rr.stream);
     if (!groupErr.empty()) rr.errors.push_back(groupErr);
     if (rr.errors.empty() && !p2p) checkExecutedAlgo(w, c, rr, seqBefore[l]);
+    if (rr.errors.empty()) checkDeviceDirect(w, c, rr, seqBefore[l]);
     check(c, w.nranks, rr);
     if (rr.errors.empty()) {
       stats.pass();

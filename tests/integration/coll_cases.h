@@ -62,8 +62,9 @@ struct Options {
   // --expect-algo: the algorithm each collective must report having run (core/call_report.h),
   // indexed by Coll; empty entries are not checked.
   std::vector<std::string> expectAlgo = std::vector<std::string>(static_cast<size_t>(Coll::kCount));
-  // --expect-device-direct: some all-reduce must have read its peers' device buffers in place
-  // (core/device_intranode.h) rather than staging them, so a silent fallback fails the run.
+  // --expect-device-direct: every all-reduce, reduce-scatter, all-gather, broadcast and reduce of
+  // a non-zero count (PreMulSum aside) must report the direct device path (core/device_intranode.h)
+  // rather than staging, so a silent fallback fails the case.
   bool expectDeviceDirect = false;
 };
 
@@ -101,6 +102,7 @@ struct World {
   bool grouped = false;
   std::vector<std::string> expectAlgo;  // Options::expectAlgo on the communicators the driver made
   std::vector<cudaStream_t> streams;    // --device: one per local rank (empty: the NULL stream)
+  bool expectDeviceDirect = false;      // Options::expectDeviceDirect
 };
 
 // Runs one case on every local rank and records one pass/fail per (case, rank).

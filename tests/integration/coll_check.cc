@@ -444,6 +444,7 @@ void checkNoColorSplit(const World& w, Stats& st) {
 // Everything one world (the local ranks of this thread) runs, then finalize and destroy.
 void runWorld(const World& given, const Options& opt, Stats& st) {
   World w = given;
+  w.expectDeviceDirect = opt.expectDeviceDirect;
   // --device: a stream per rank, made by the library's backend, so calls are queued (on a default
   // stream they would be complete on return, core/device_proxy.h). The emulator's are filled late
   // (coll_cases.cc).

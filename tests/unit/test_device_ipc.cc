@@ -410,6 +410,45 @@ TEST_F(DeviceIntraNode, OneRankOnHostMemoryMakesEveryRankStage) {
   }
 }
 
+// NCCL reads a broadcast's input only on the root and writes a reduce's output only there: the
+// other ranks may pass NULL, and the direct path must neither need nor touch those buffers.
+TEST_F(DeviceIntraNode, BuffersOnlyTheRootUsesMayBeNullElsewhere) {
+  if (!selected().hasKernels()) GTEST_SKIP() << "no device kernels in this backend";
+  const Device& d = selected();
+  constexpr int kRanks = 3, kRoot = 1;
+  constexpr size_t kCount = 5000;
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<uint64_t> direct(kRanks, 0);
+  test::runRanks(kRanks, [&](int r) {
+    ncclComm_t comm = nullptr;
+    ASSERT_EQ(ncclCommInitRank(&comm, kRanks, id, r), ncclSuccess) << ncclGetLastError(nullptr);
+    Result<cudaStream_t> s = d.createStream(0);
+    Result<void*> in = d.allocate(kCount * 4), out = d.allocate(kCount * 4);
+    ASSERT_TRUE(s.ok() && in.ok() && out.ok());
+    std::vector<float> host(kCount, static_cast<float>(r + 1));
+    ASSERT_TRUE(d.copy(0, *in, host.data(), kCount * 4, *s).ok());
+    const bool root = r == kRoot;
+    EXPECT_EQ(ncclBroadcast(root ? *in : nullptr, *out, kCount, ncclFloat, kRoot, comm, *s), ncclSuccess)
+        << ncclGetLastError(comm);
+    ASSERT_TRUE(d.copy(0, host.data(), *out, kCount * 4, *s).ok());
+    for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(host[i], kRoot + 1.0f) << "broadcast, rank " << r << " element " << i;
+    EXPECT_EQ(ncclReduce(*in, root ? *out : nullptr, kCount, ncclFloat, ncclSum, kRoot, comm, *s), ncclSuccess)
+        << ncclGetLastError(comm);
+    if (root) {
+      ASSERT_TRUE(d.copy(0, host.data(), *out, kCount * 4, *s).ok());
+      for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(host[i], 6.0f) << "reduce, element " << i;
+    }
+    ASSERT_TRUE(d.synchronize(0, *s).ok());
+    direct[static_cast<size_t>(r)] = deviceIntraNodeCalls(comm);
+    EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+    EXPECT_TRUE(d.destroyStream(0, *s).ok());
+    EXPECT_TRUE(d.release(*in).ok());
+    EXPECT_TRUE(d.release(*out).ok());
+  });
+  EXPECT_EQ(direct, (std::vector<uint64_t>{2, 2, 2})) << "both calls on the direct path, on every rank";
+}
+
 /// The child's side, disabled: only Child::start runs it.
 TEST(DeviceIpcChild, DISABLED_Run) {
   const char* spec = std::getenv("ATOLL_IPC_CHILD");
