@@ -133,6 +133,10 @@ class PeerBuffers {
       const Entry& e = entries[p];
       const Roles roles = rolesOf(op, static_cast<int>(p));
       if (static_cast<int>(p) == self || e.pid == pid) {
+        // A rank of this process on another GPU: its pointers, once this device may reach
+        // that one's memory (CUDA IPC refuses the exporting process).
+        if ((roles.sharesSend || roles.sharesRecv) && e.dev != onDevice_)
+          ATOLL_CHECK(dev_.enablePeerAccess(onDevice_, e.dev));
         send_[p] = reinterpret_cast<std::byte*>(e.sendAddr);
         recv_[p] = reinterpret_cast<std::byte*>(e.recvAddr);
         continue;
@@ -292,12 +296,6 @@ Result<bool> runDirect(ncclComm* comm, const OpDesc& op, cudaStream_t stream) {
       comm, std::span<std::byte>(reinterpret_cast<std::byte*>(entries.data()), entries.size() * sizeof(Entry)),
       sizeof(Entry)));
   if (!std::all_of(entries.begin(), entries.end(), [](const Entry& e) { return e.ok == 1; })) return false;
-  // Ranks of one process reach each other's pointers only on one device (no peer access is
-  // enabled, and CUDA IPC refuses the exporting process): stage otherwise. Every rank sees the
-  // same entries, so every rank decides the same.
-  for (const Entry& a : entries)
-    for (const Entry& b : entries)
-      if (a.pid == b.pid && a.dev != b.dev) return false;
 
   // The exchanges below order each rank's stream work against its peers' (a rank reads a peer's
   // input before the peer overwrites it in place). They run over shared-memory links, mapped
@@ -320,7 +318,8 @@ Result<bool> runDirect(ncclComm* comm, const OpDesc& op, cudaStream_t stream) {
     return Status::Ok();
   };
 
-  // 2. Every rank maps its peers' buffers, or all of them stage.
+  // 2. Every rank maps its peers' buffers (or, in this process on another GPU, enables peer
+  // access to them), or all of them stage.
   PeerBuffers peers(dev, comm->cudaDev);
   Status opened = peers.open(op, entries, comm->rank);
   if (!opened.ok()) ATOLL_INFO(log::kP2p, "rank %d: cannot map a peer's device buffer (%s): staging instead", comm->rank,

@@ -29,6 +29,8 @@ struct Driver {
   decltype(&::cuDeviceGetCount) deviceGetCount = nullptr;
   decltype(&::cuDeviceGet) deviceGet = nullptr;
   decltype(&::cuDevicePrimaryCtxRetain) primaryCtxRetain = nullptr;
+  decltype(&::cuDeviceCanAccessPeer) deviceCanAccessPeer = nullptr;
+  decltype(&::cuCtxEnablePeerAccess) ctxEnablePeerAccess = nullptr;
   decltype(&::cuCtxGetCurrent) ctxGetCurrent = nullptr;
   decltype(&::cuCtxGetDevice) ctxGetDevice = nullptr;
   decltype(&::cuCtxPushCurrent) ctxPush = nullptr;
@@ -84,6 +86,8 @@ const Driver& driver() {
     ok &= resolve(lib, "cuDeviceGetCount", &r.deviceGetCount, &r.why);
     ok &= resolve(lib, "cuDeviceGet", &r.deviceGet, &r.why);
     ok &= resolve(lib, "cuDevicePrimaryCtxRetain", &r.primaryCtxRetain, &r.why);
+    ok &= resolve(lib, "cuDeviceCanAccessPeer", &r.deviceCanAccessPeer, &r.why);
+    ok &= resolve(lib, "cuCtxEnablePeerAccess", &r.ctxEnablePeerAccess, &r.why);
     ok &= resolve(lib, "cuCtxGetCurrent", &r.ctxGetCurrent, &r.why);
     ok &= resolve(lib, "cuCtxGetDevice", &r.ctxGetDevice, &r.why);
     ok &= resolve(lib, "cuCtxPushCurrent_v2", &r.ctxPush, &r.why);
@@ -157,22 +161,24 @@ class ContextScope {
       CUdevice curDev = -1;
       if (d.ctxGetDevice(&curDev) == CUDA_SUCCESS && curDev == dev) return Status::Ok();
     }
-    if (dev < 0 || dev >= d.deviceCount)
-      return ATOLL_ERROR(ncclInvalidArgument, "CUDA device %d does not exist (%d visible)", dev, d.deviceCount);
-    CUcontext ctx = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(primaryMutex());
-      CUcontext& slot = primary()[static_cast<size_t>(dev) % primary().size()];
-      if (slot == nullptr) {
-        CUdevice device = 0;
-        ATOLL_CU(d.deviceGet(&device, dev), "cuDeviceGet");
-        ATOLL_CU(d.primaryCtxRetain(&slot, device), "cuDevicePrimaryCtxRetain");  // held for the process
-      }
-      ctx = slot;
-    }
+    ATOLL_ASSIGN_OR_RETURN(CUcontext ctx, primaryContext(dev));
     ATOLL_CU(d.ctxPush(ctx), "cuCtxPushCurrent");
     pushed_ = true;
     return Status::Ok();
+  }
+  /// Device `dev`'s primary context, retained once and held for the process.
+  static Result<CUcontext> primaryContext(int dev) {
+    const Driver& d = driver();
+    if (dev < 0 || dev >= d.deviceCount)
+      return ATOLL_ERROR(ncclInvalidArgument, "CUDA device %d does not exist (%d visible)", dev, d.deviceCount);
+    std::lock_guard<std::mutex> lock(primaryMutex());
+    CUcontext& slot = primary()[static_cast<size_t>(dev) % primary().size()];
+    if (slot == nullptr) {
+      CUdevice device = 0;
+      ATOLL_CU(d.deviceGet(&device, dev), "cuDeviceGet");
+      ATOLL_CU(d.primaryCtxRetain(&slot, device), "cuDevicePrimaryCtxRetain");
+    }
+    return slot;
   }
   ~ContextScope() {
     if (pushed_) {
@@ -373,6 +379,26 @@ class CudaDevice final : public Device {
     std::lock_guard<std::mutex> lock(importMutex_);
     imported_.push_back({base, h.size, dev});
     return reinterpret_cast<void*>(base + h.offset);
+  }
+  Status enablePeerAccess(int dev, int peerDev) const override {
+    if (dev == peerDev) return Status::Ok();
+    const Driver& d = driver();
+    CUdevice a = 0, b = 0;
+    int can = 0;
+    ATOLL_CU(d.deviceGet(&a, dev), "cuDeviceGet");
+    ATOLL_CU(d.deviceGet(&b, peerDev), "cuDeviceGet");
+    ATOLL_CU(d.deviceCanAccessPeer(&can, a, b), "cuDeviceCanAccessPeer");
+    if (can == 0)
+      return ATOLL_ERROR(ncclSystemError, "CUDA device %d cannot reach device %d's memory (no peer access between them)",
+                         dev, peerDev);
+    ContextScope scope;
+    ATOLL_CHECK(scope.enter(dev));
+    // Allocations are made in the primary context (or the caller's on that device, which shares
+    // the primary context's peer mappings only when it is the primary one).
+    ATOLL_ASSIGN_OR_RETURN(CUcontext peer, ContextScope::primaryContext(peerDev));
+    const CUresult rc = d.ctxEnablePeerAccess(peer, 0);
+    if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return cudaError(rc, "cuCtxEnablePeerAccess");
+    return Status::Ok();
   }
   Status closeImported(void* ptr) const override {
     const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);

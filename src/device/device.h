@@ -94,6 +94,11 @@ class Device {
   /// counterpart, usable as this process's device memory until closeImported.
   virtual Result<void*> importMemory(const IpcHandle& handle) const;
   virtual Status closeImported(void* ptr) const;
+  /// Lets kernels and copies running on device `dev` read and write memory allocated on
+  /// `peerDev` by this process (CUDA peer access, over NVLink or PCIe), for ranks of one process
+  /// on different GPUs. Ok when already enabled or dev == peerDev; an error saying why not when
+  /// the two devices cannot reach each other.
+  virtual Status enablePeerAccess(int dev, int peerDev) const;
   /// Host memory the backend copies to and from fastest (pinned on CUDA), for staging.
   virtual Result<void*> allocateStaging(size_t bytes) const;
   virtual Status releaseStaging(void* ptr) const;

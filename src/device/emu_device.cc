@@ -330,6 +330,8 @@ class EmuDevice final : public Device {
       return ATOLL_ERROR(ncclInvalidArgument, "emu: %p is not memory imported with importMemory", ptr);
     return memory().release(reinterpret_cast<void*>(base), true);
   }
+  // The emulated devices share one memory: every device reaches every other's.
+  Status enablePeerAccess(int, int) const override { return Status::Ok(); }
   Status synchronize(int, cudaStream_t stream) const override {
     ATOLL_ASSIGN_OR_RETURN(Stream * s, streams().get(stream));
     s->runAndWait([] {});

@@ -111,6 +111,11 @@ Status Device::closeImported(void*) const {
   return ATOLL_ERROR(ncclInvalidUsage, "the %s backend cannot import device memory", name());
 }
 
+Status Device::enablePeerAccess(int dev, int peerDev) const {
+  if (dev == peerDev) return Status::Ok();
+  return ATOLL_ERROR(ncclInvalidUsage, "the %s backend has no peer access between devices", name());
+}
+
 Result<void*> Device::allocateStaging(size_t bytes) const { return host().allocate(bytes); }
 
 Status Device::releaseStaging(void* ptr) const { return host().release(ptr); }

@@ -80,13 +80,14 @@ foreach(cfg "threads_2;--threads;2" "procs_3;--procs;3" "initall_4;--initall;4,-
 endforeach()
 # The same with every all-reduce, reduce-scatter, all-gather, broadcast and reduce of device memory
 # reading its peers' buffers in place (core/device_intranode.h): through the emulator's IPC between
-# processes, and through plain pointers between the threads of one process. A case that staged
-# instead fails. The full sweep takes about a minute on the 2 cores; sanitizer builds run --quick.
+# processes, through plain pointers between the threads of one process, and with peer access
+# between ranks of one process on different devices (ncclCommInitAll puts rank i on device i). A
+# case that staged instead fails. The full sweep takes about a minute on the 2 cores; sanitizer builds run --quick.
 set(direct_sweep)
 if(ATOLL_SANITIZE)
   set(direct_sweep --quick)
 endif()
-foreach(cfg "threads_3;--threads;3" "procs_3;--procs;3")
+foreach(cfg "threads_3;--threads;3" "procs_3;--procs;3" "initall_3;--initall;3")
   list(GET cfg 0 name)
   list(GET cfg 1 mode)
   list(GET cfg 2 args)

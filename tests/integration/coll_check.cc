@@ -86,7 +86,7 @@ bool selectNames(const std::string& list, const char* const (&names)[N], std::ve
                "                  [--nccl-mem]  (buffers from ncclMemAlloc)\n"
                "                  [--device]    (device buffers and a stream per rank: ATOLL_DEVICE=emu or cuda)\n"
                "                  [--expect-algo ALGO[,COLL=ALGO...]]\n"
-               "                  [--expect-device-direct]  (some all-reduce read peers' device buffers in place)\n");
+               "                  [--expect-device-direct]  (every eligible call read peers' device buffers in place)\n");
   std::exit(2);
 }
 
@@ -467,7 +467,7 @@ void runWorld(const World& given, const Options& opt, Stats& st) {
   checkNoColorSplit(w, st);
   for (size_t l = 0; opt.expectDeviceDirect && l < w.ranks.size(); ++l)
     expect(st, atl::deviceIntraNodeCalls(w.comms[l]) > 0,
-           "rank " + std::to_string(w.ranks[l]) + ": no all-reduce read its peers' device buffers in place");
+           "rank " + std::to_string(w.ranks[l]) + ": no collective read its peers' device buffers in place");
   if (opt.expectDeviceDirect) {
     // Every case makes new buffers, so the process's mapping cache must have closed the idle ones
     // beyond its limit as it went (core/device_ipc_cache.h).

@@ -185,6 +185,17 @@ TEST(DeviceIpc, TheHostBackendHasNothingToExport) {
   EXPECT_EQ(host().closeImported(&x).code(), ncclInvalidUsage);
 }
 
+TEST(DeviceIpc, PeerAccessIsWithinADeviceAlwaysAndAcrossThemOnlyWhereDevicesReachEachOther) {
+  EXPECT_TRUE(host().enablePeerAccess(0, 0).ok());
+  const Status across = host().enablePeerAccess(0, 1);
+  EXPECT_EQ(across.code(), ncclInvalidUsage);
+  EXPECT_NE(lastErrorMessage().find("no peer access"), std::string::npos) << lastErrorMessage();
+  const Device& d = selected();
+  if (d.kind() == Kind::Emu) {
+    EXPECT_TRUE(d.enablePeerAccess(0, 2).ok()) << "the emulated devices share one memory";
+  }
+}
+
 TEST(DeviceIpc, ImportedAndOwnMemoryAreNotMixedUp) {
   const Device& d = selected();
   if (d.kind() != Kind::Emu) GTEST_SKIP() << "CUDA cannot import in the exporting process";
