@@ -15,6 +15,8 @@ namespace atl::algo {
 
 enum class Coll : uint8_t { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, SendRecv };
 const char* collName(Coll c);
+/// Whether `c` takes a reduction operator (all-reduce, reduce, reduce-scatter).
+inline bool reduces(Coll c) { return c == Coll::AllReduce || c == Coll::Reduce || c == Coll::ReduceScatter; }
 
 /// Which buffer a step addresses: an index into the executing plan's buffer table. Collectives
 /// use the three fixed slots; point-to-point batches add one slot per user buffer after them.

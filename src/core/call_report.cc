@@ -20,26 +20,12 @@ void record(ncclComm* comm, CallReport r) {
 }  // namespace
 
 void reportCall(ncclComm* comm, algo::Coll coll, size_t count, const engine::Plan& plan, bool fromCache) {
-  CallReport r;
-  r.coll = coll;
-  r.count = count;
-  r.dtype = plan.dtype;
-  r.algo = plan.algo;
-  r.proto = plan.proto;
-  r.nchannels = plan.nchannels;
-  r.fromCache = fromCache;
-  record(comm, r);
+  record(comm, CallReport{coll, count, plan.dtype, plan.algo, plan.proto, plan.nchannels, fromCache});
 }
 
 void reportPath(ncclComm* comm, algo::Coll coll, size_t count, ncclDataType_t dtype, algo::Algo algo,
                 const char* proto) {
-  CallReport r;
-  r.coll = coll;
-  r.count = count;
-  r.dtype = dtype;
-  r.algo = algo;
-  r.proto = proto;
-  record(comm, r);
+  record(comm, CallReport{coll, count, dtype, algo, proto});
 }
 
 std::optional<CallReport> lastCall(const ncclComm* comm) { return comm->lastCall; }

@@ -23,8 +23,7 @@ Status validate(OpDesc& op, const char* fn) {
     return ATOLL_ERROR(ncclInvalidArgument, "%s: invalid datatype %d", fn, op.rawDtype);
   op.dtype = static_cast<ncclDataType_t>(op.rawDtype);
   const size_t esz = kernels::dtypeSize(op.dtype);
-  const bool reduces = op.coll == Coll::AllReduce || op.coll == Coll::Reduce || op.coll == Coll::ReduceScatter;
-  if (reduces) {
+  if (algo::reduces(op.coll)) {
     int v = op.rawOp;
     if (v < 0 || v > ncclMaxRedOp) return ATOLL_ERROR(ncclInvalidArgument, "%s: invalid reduction op %d", fn, v);
     op.op = static_cast<ncclRedOp_t>(v);

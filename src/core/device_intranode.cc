@@ -90,10 +90,6 @@ void bufferBytes(const OpDesc& op, int nranks, size_t* send, size_t* recv) {
   *recv = op.coll == algo::Coll::AllGather ? all : one;
 }
 
-bool reduces(algo::Coll c) {
-  return c == algo::Coll::AllReduce || c == algo::Coll::ReduceScatter || c == algo::Coll::Reduce;
-}
-
 bool qualifies(const ncclComm* comm, std::span<const OpDesc> ops) {
   if (ops.size() != 1 || comm->nranks < 2) return false;
   const OpDesc& op = ops[0];
@@ -329,7 +325,7 @@ Result<bool> runDirect(ncclComm* comm, const OpDesc& op, cudaStream_t stream) {
 
   // 3. Every rank's inputs are ready (their streams passed the call before step 1). After this
   // step no rank reads a peer's input any more.
-  ATOLL_CHECK(step(readPeers(comm, op, peers, stream), reduces(op.coll) ? "reduction" : "copy"));
+  ATOLL_CHECK(step(readPeers(comm, op, peers, stream), algo::reduces(op.coll) ? "reduction" : "copy"));
   // 4. The all-reduce's all-gather of the reduced slices.
   if (op.coll == algo::Coll::AllReduce) ATOLL_CHECK(step(gatherSlices(comm, op, peers, stream), "copy"));
   return true;

@@ -15,11 +15,7 @@ size_t reductionInputCount(const OpDesc& op, int nranks) {
   return op.coll == algo::Coll::ReduceScatter ? op.count * static_cast<size_t>(nranks) : op.count;
 }
 
-bool reduces(algo::Coll c) {
-  return c == algo::Coll::AllReduce || c == algo::Coll::Reduce || c == algo::Coll::ReduceScatter;
-}
-
-bool isPreMulSum(const OpDesc& op) { return reduces(op.coll) && static_cast<int>(op.op) >= ncclNumOps; }
+bool isPreMulSum(const OpDesc& op) { return algo::reduces(op.coll) && static_cast<int>(op.op) >= ncclNumOps; }
 
 bool isInPlace(const OpDesc& op, int rank, size_t esz) {
   auto send = static_cast<const std::byte*>(op.sendbuff);
@@ -93,7 +89,7 @@ Result<std::unique_ptr<engine::Plan>> buildCollectivePlan(const OpDesc& op, cons
            comm->nranks);
   plan->what = what;
 
-  if (reduces(op.coll)) {
+  if (algo::reduces(op.coll)) {
     switch (op.op) {
       case ncclProd: plan->op = kernels::RedOp::Prod; break;
       case ncclMax: plan->op = kernels::RedOp::Max; break;
