@@ -3,6 +3,7 @@
 // of 1 rank or of 4 ranks as one thread's group (ncclCommInitAll). Messages are small (16-1024
 // floats) so the time is the library's per-call work, of which building a plan is most on a miss.
 //
+//   repeat/ranks:R/shapes:1/cache:C  one shape over and over: the floor of a call's cost
 //   cycle/ranks:R/shapes:N/cache:C   N distinct shapes issued in turn, over and over
 //   random/ranks:R/shapes:N/cache:C  N distinct shapes drawn at random (fixed seed)
 //   shift/ranks:R/shapes:N/cache:C   64 other shapes first (untimed: warm-up, an earlier phase of
@@ -95,6 +96,7 @@ void registerAll() {
     Pattern pattern;
     std::vector<int64_t> shapes;
   } families[] = {
+      {"repeat", Pattern::Cycle, {1}},
       {"cycle", Pattern::Cycle, {48, 96, 200}},
       {"random", Pattern::Random, {96}},
       {"shift", Pattern::Shift, {48}},

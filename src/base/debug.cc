@@ -13,6 +13,9 @@
 #include "base/params.h"
 
 namespace atl::log {
+
+std::atomic<int> detail::gCeiling{INT_MAX};
+
 namespace {
 
 struct Config {
@@ -106,6 +109,7 @@ void init() {
   gLevel.store(static_cast<int>(gConfig.level), std::memory_order_relaxed);
   gMask.store(gConfig.mask, std::memory_order_relaxed);
   gReady.store(true, std::memory_order_release);
+  detail::gCeiling.store(static_cast<int>(gConfig.level), std::memory_order_relaxed);
 }
 
 const char* levelName(Level level) {

@@ -2,6 +2,8 @@
 // NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE (with %h host and %p pid substitution).
 #pragma once
 
+#include <atomic>
+#include <climits>
 #include <cstdint>
 
 namespace atl::log {
@@ -26,6 +28,13 @@ enum Subsys : uint64_t {
 };
 
 bool enabled(Level level, uint64_t subsys);
+
+namespace detail {
+/// The configured level once NCCL_DEBUG is read, INT_MAX before: ATOLL_LOG compares against it
+/// inline, so a line that cannot print (INFO and TRACE on the collective path, by default) costs
+/// a load and a compare rather than a call.
+extern std::atomic<int> gCeiling;
+}  // namespace detail
 void write(Level level, uint64_t subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
@@ -40,7 +49,8 @@ void reset();
 
 #define ATOLL_LOG(level, subsys, ...)                                                   \
   do {                                                                                  \
-    if (::atl::log::enabled((level), (subsys)))                                       \
+    if (static_cast<int>(level) <= ::atl::log::detail::gCeiling.load(std::memory_order_relaxed) && \
+        ::atl::log::enabled((level), (subsys)))                                         \
       ::atl::log::write((level), (subsys), __FILE__, __LINE__, __VA_ARGS__);          \
   } while (0)
 #define ATOLL_WARN(...) ATOLL_LOG(::atl::log::Level::Warn, ::atl::log::kAll, __VA_ARGS__)

@@ -60,6 +60,7 @@ bool parseTyped(Type type, const std::string& text, int64_t* out) {
 
 struct Snapshot {
   std::array<Value, std::size(kDefs)> values;
+  std::array<int64_t, std::size(kDefs)> numbers{};  // values[i].number, packed for Numbers
   bool operator==(const Snapshot&) const = default;
 };
 
@@ -151,11 +152,12 @@ class Loader {
 // seen, not with the number of reloads.
 class Cache {
  public:
-  const Value& get(Id id) {
+  const Value& get(Id id) { return snapshot().values[static_cast<size_t>(id)]; }
+  const Snapshot& snapshot() {
     // Read on every collective: after the first load this is one acquire load.
     const Snapshot* s = current_.load(std::memory_order_acquire);
     if (s == nullptr) s = publish();
-    return s->values[static_cast<size_t>(id)];
+    return *s;
   }
   void reset() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -167,6 +169,7 @@ class Cache {
     std::lock_guard<std::mutex> lock(mutex_);
     if (const Snapshot* s = current_.load(std::memory_order_acquire)) return s;  // another reader loaded it
     Snapshot fresh = Loader().load();
+    for (size_t i = 0; i < fresh.values.size(); ++i) fresh.numbers[i] = fresh.values[i].number;
     const Snapshot* chosen = nullptr;
     for (const auto& kept : kept_)
       if (*kept == fresh) chosen = kept.get();
@@ -190,6 +193,7 @@ Cache& cache() {
 std::span<const Def> all() { return kDefs; }
 const Def& def(Id id) { return kDefs[static_cast<size_t>(id)]; }
 int64_t getInt(Id id) { return cache().get(id).number; }
+Numbers numbers() { return Numbers{cache().snapshot().numbers.data()}; }
 bool getBool(Id id) { return cache().get(id).number != 0; }
 const std::string& getString(Id id) { return cache().get(id).text; }
 Source source(Id id) { return cache().get(id).source; }

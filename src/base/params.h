@@ -35,6 +35,14 @@ const Def& def(Id id);
 /// Value of an Int, Bool or Size parameter (an invalid setting warns once and yields the default).
 int64_t getInt(Id id);
 bool getBool(Id id);
+/// Every parameter's number (getInt's value; 0 or 1 for a Bool) in the configuration in effect,
+/// for code that reads several per call: one call, then plain loads. Never freed, so it may be
+/// kept, though a reload (reloadForTesting) is seen only by a later numbers().
+struct Numbers {
+  const int64_t* values;
+  int64_t operator[](Id id) const { return values[static_cast<size_t>(id)]; }
+};
+Numbers numbers();
 /// The reference stays valid, and its text unchanged, for the process lifetime, even across a
 /// reload on another thread; a reload changes what later calls return.
 const std::string& getString(Id id);

@@ -24,7 +24,6 @@ struct GroupState {
   std::vector<OpDesc> ops;
   std::vector<std::function<Status()>> inits;
 };
-thread_local GroupState tGroup;
 
 /// Several inits queued by one thread rendezvous with each other, so each needs its own thread.
 // Not inlined: GCC 12 inlines it into groupEnd and then raises a false -Wfree-nonheap-object.
@@ -47,7 +46,19 @@ struct BatchStorage {
   std::vector<engine::CommQueue> queues;
   std::vector<std::unique_ptr<engine::Plan>> owned;  // plans the caches did not take
 };
-thread_local BatchStorage tBatch;
+
+/// The calling thread's group and batch. Reached through one out-of-line call that returns a plain
+/// reference: GCC recomputes a thread_local's address at every use instead of keeping it in a
+/// register, and under -mtls-dialect=gnu2 each time is a call through the TLS descriptor (about
+/// ten per collective before this).
+struct ThreadCalls {
+  GroupState group;
+  BatchStorage batch;
+};
+[[gnu::noinline]] ThreadCalls& threadCalls() {
+  thread_local ThreadCalls calls;
+  return calls;
+}
 
 /// ATOLL_CHECK: compare the batch's fingerprints before any of its data moves (core/call_check.h).
 /// A failed check (dead peer, timeout) or a mismatch lands in the communicator's queue result,
@@ -104,10 +115,10 @@ Status connectFor(std::span<ncclComm* const> comms, std::span<engine::CommQueue>
   return first;
 }
 
-Status runOps(std::span<const OpDesc> ops) {
+/// `b`: the calling thread's (threadCalls()), passed down so it is looked up once per call.
+Status runOps(std::span<const OpDesc> ops, BatchStorage& b) {
   // One queue per communicator, in order of first appearance; within it the collectives in call
   // order, then the group's send/recv batch.
-  BatchStorage& b = tBatch;
   std::vector<ncclComm*>& comms = b.comms;
   std::vector<std::unique_ptr<engine::Plan>>& owned = b.owned;
   comms.clear();
@@ -128,13 +139,14 @@ Status runOps(std::span<const OpDesc> ops) {
       b.owned.clear();
     }
   } release{b};
+  const params::Numbers settings = params::numbers();
   for (size_t i = 0; i < comms.size(); ++i) {
     ncclComm* comm = comms[i];
     engine::CommQueue& q = queues[i];
     q.rank = comm->rank;
     q.conns = &comm->links.table;
     q.abort = &comm->abortFlag;
-    const size_t cacheCapacity = static_cast<size_t>(std::max<int64_t>(0, params::getInt(params::Id::PlanCacheSize)));
+    const size_t cacheCapacity = static_cast<size_t>(std::max<int64_t>(0, settings[params::Id::PlanCacheSize]));
     std::vector<const OpDesc*> p2p;
     for (const OpDesc& op : ops) {
       if (op.comm != comm) continue;
@@ -172,8 +184,8 @@ Status runOps(std::span<const OpDesc> ops) {
   }
   for (ncclComm* c : comms) c->activeCalls.fetch_add(1);
   engine::ExecOptions opts;
-  opts.timeoutMs = params::getInt(params::Id::TimeoutMs);
-  opts.spinCount = static_cast<int>(params::getInt(params::Id::SpinCount));
+  opts.timeoutMs = settings[params::Id::TimeoutMs];
+  opts.spinCount = static_cast<int>(settings[params::Id::SpinCount]);
   if (opts.spinCount < 0) {
     // Oversubscribed, the peer a rank waits for may need this very core: yield soon, as Open MPI
     // does (mpi_yield_when_idle). On 4 ranks and 2 cores an 8-byte all-reduce took 7.8 us with
@@ -181,7 +193,7 @@ Status runOps(std::span<const OpDesc> ops) {
     const bool crowded = std::any_of(comms.begin(), comms.end(), [](const ncclComm* c) { return c->topology.oversubscribed; });
     opts.spinCount = crowded ? 20 : 200;
   }
-  Status result = params::getBool(params::Id::Check) ? checkCalls(comms, ops, queues, opts) : Status::Ok();
+  Status result = settings[params::Id::Check] != 0 ? checkCalls(comms, ops, queues, opts) : Status::Ok();
   if (result.ok()) result = connectFor(comms, queues);
   if (result.ok()) result = engine::execute(queues, opts);
   for (size_t i = 0; i < comms.size(); ++i) {
@@ -207,10 +219,10 @@ Status runOps(std::span<const OpDesc> ops) {
 /// Hands the ops of communicators on stream-ordered devices to their proxies (device_proxy.h),
 /// which run them after their streams' earlier work; runs the others here. Waits only for the
 /// proxies' groups that must be complete on return (host memory, or streams that cannot wait).
-Status dispatchOps(std::span<const OpDesc> ops) {
+Status dispatchOps(std::span<const OpDesc> ops, BatchStorage& b) {
   bool any = false;
   for (const OpDesc& op : ops) any = any || stagesCalls(op.comm);
-  if (!any) return runOps(ops);
+  if (!any) return runOps(ops, b);
   std::vector<OpDesc> here;
   std::vector<ncclComm*> proxied;
   for (const OpDesc& op : ops) {
@@ -234,7 +246,7 @@ Status dispatchOps(std::span<const OpDesc> ops) {
     if (ticket != 0) waits.emplace_back(comm, ticket);
   }
   if (!here.empty()) {
-    Status s = runOps(here);
+    Status s = runOps(here, b);
     if (first.ok()) first = s;
   }
   for (auto& [comm, ticket] : waits) {
@@ -246,39 +258,43 @@ Status dispatchOps(std::span<const OpDesc> ops) {
 
 }  // namespace
 
-Status runBatch(std::span<const OpDesc> ops) { return runOps(ops); }
+Status runBatch(std::span<const OpDesc> ops) { return runOps(ops, threadCalls().batch); }
 
-bool inGroup() { return tGroup.depth > 0; }
+bool inGroup() { return threadCalls().group.depth > 0; }
 
 Status groupStart() {
-  ++tGroup.depth;
+  ++threadCalls().group.depth;
   return Status::Ok();
 }
 
 Status groupEnd() {
-  if (tGroup.depth == 0) return ATOLL_ERROR(ncclInvalidUsage, "ncclGroupEnd called without a matching ncclGroupStart");
-  if (--tGroup.depth > 0) return Status::Ok();
-  std::vector<std::function<Status()>> inits = std::move(tGroup.inits);
-  std::vector<OpDesc> ops = std::move(tGroup.ops);
-  tGroup.inits.clear();
-  tGroup.ops.clear();
+  ThreadCalls& calls = threadCalls();
+  GroupState& group = calls.group;
+  if (group.depth == 0) return ATOLL_ERROR(ncclInvalidUsage, "ncclGroupEnd called without a matching ncclGroupStart");
+  if (--group.depth > 0) return Status::Ok();
+  std::vector<std::function<Status()>> inits = std::move(group.inits);
+  std::vector<OpDesc> ops = std::move(group.ops);
+  group.inits.clear();
+  group.ops.clear();
   Status initResult = inits.empty() ? Status::Ok() : runInits(inits);
   if (!initResult.ok()) return initResult;
   if (ops.empty()) return Status::Ok();
-  return dispatchOps(ops);
+  return dispatchOps(ops, calls.batch);
 }
 
 Status enqueueOp(const OpDesc& op) {
-  if (tGroup.depth > 0) {
-    tGroup.ops.push_back(op);
+  ThreadCalls& calls = threadCalls();
+  if (calls.group.depth > 0) {
+    calls.group.ops.push_back(op);
     return Status::Ok();
   }
-  return dispatchOps(std::span<const OpDesc>(&op, 1));
+  return dispatchOps(std::span<const OpDesc>(&op, 1), calls.batch);
 }
 
 Status enqueueInit(std::function<Status()> init) {
-  if (tGroup.depth > 0) {
-    tGroup.inits.push_back(std::move(init));
+  GroupState& group = threadCalls().group;
+  if (group.depth > 0) {
+    group.inits.push_back(std::move(init));
     return Status::Ok();
   }
   return init();

@@ -36,15 +36,23 @@ engine::Plan* PlanCache::acquire(const PlanKey& key) {
   ++stats_.hits;
   Entry& e = *found;
   recent_ = &e;
-  taken_.splice(taken_.end(), lru_, e.pos);  // out of the eviction order until releaseAll()
   e.taken = true;
+  if (e.pos == lru_.begin() && frontTaken_ == nullptr && taken_.empty()) {
+    // The batch's first plan, already the most recent: releaseAll() puts the batch's later
+    // plans ahead of it, where they would go anyway, so a job repeating one call moves no list
+    // node at all. insert() never evicts a taken entry (lru_.back() is this one only when it is
+    // alone).
+    frontTaken_ = &e;
+  } else {
+    taken_.splice(taken_.end(), lru_, e.pos);  // out of the eviction order until releaseAll()
+  }
   return e.plan.get();
 }
 
 engine::Plan* PlanCache::insert(const PlanKey& key, std::unique_ptr<engine::Plan>& plan, size_t capacity) {
   if (capacity == 0 || entries_.count(key) != 0) return nullptr;
   // A lowered capacity (ATOLL_PLAN_CACHE_SIZE reloaded) shrinks the cache here, one insert at a time.
-  while (entries_.size() >= capacity && !lru_.empty()) {
+  while (entries_.size() >= capacity && !lru_.empty() && !lru_.back()->taken) {
     auto victim = entries_.find(*lru_.back()->key);  // erased by iterator: the key lives in the node
     if (&victim->second == recent_) recent_ = nullptr;
     lru_.pop_back();
@@ -63,7 +71,9 @@ engine::Plan* PlanCache::insert(const PlanKey& key, std::unique_ptr<engine::Plan
 }
 
 void PlanCache::releaseAll() {
-  // Each in turn to the front, so the one taken last ends up the most recent.
+  if (frontTaken_ != nullptr) frontTaken_->taken = false, frontTaken_ = nullptr;
+  // Each in turn to the front, so the one taken last ends up the most recent (the one left at
+  // the front was the batch's first: the others go ahead of it).
   while (!taken_.empty()) {
     Entry* e = taken_.front();
     e->taken = false;
@@ -73,6 +83,7 @@ void PlanCache::releaseAll() {
 
 void PlanCache::clear() {
   recent_ = nullptr;
+  frontTaken_ = nullptr;
   lru_.clear();
   taken_.clear();
   entries_.clear();

@@ -64,7 +64,7 @@ class PlanCache {
     std::unique_ptr<engine::Plan> plan;
     const PlanKey* key = nullptr;  // the map's own copy, to erase the entry when evicted
     bool taken = false;
-    std::list<Entry*>::iterator pos;  // its node in lru_ or, while taken, in taken_
+    std::list<Entry*>::iterator pos;  // its node in lru_ or, while taken, in taken_ (lru_ for frontTaken_)
   };
   // Node-based: Entry and key addresses are stable while the entry exists.
   std::unordered_map<PlanKey, Entry, PlanKeyHash> entries_;
@@ -76,6 +76,8 @@ class PlanCache {
   std::list<Entry*> taken_;
   // The entry acquired or inserted last: a job repeating one call finds it without hashing.
   Entry* recent_ = nullptr;
+  // A taken entry left where it was, at the front of lru_ (acquire()): at most one per batch.
+  Entry* frontTaken_ = nullptr;
   Stats stats_;
 };
 

@@ -291,11 +291,18 @@ class PlanRun {
   int failedPeer_ = -1;
 };
 
+/// One run slot per queue, kept by the thread across calls (see PlanRun::start). Out of line so
+/// that the caller holds a plain reference: a thread_local's address used directly is recomputed
+/// at each use, a call through the TLS descriptor under -mtls-dialect=gnu2.
+[[gnu::noinline]] std::vector<PlanRun>& threadSlots() {
+  thread_local std::vector<PlanRun> slots;
+  return slots;
+}
+
 }  // namespace
 
 Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
-  // One run slot per queue, kept by the thread across calls (see PlanRun::start).
-  thread_local std::vector<PlanRun> slots;
+  std::vector<PlanRun>& slots = threadSlots();
   if (slots.size() < queues.size()) slots.resize(queues.size());
   std::vector<PlanRun*> runningStorage;
   PlanRun* single = nullptr;

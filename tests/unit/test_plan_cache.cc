@@ -127,6 +127,40 @@ TEST(PlanCache, ReleaseOrdersTheBatchMostRecentLast) {
   EXPECT_TRUE(cached(cache, 1));
 }
 
+// A batch's first plan, when it is the most recent already, stays in the eviction order while
+// taken (PlanCache::frontTaken_): still never evicted, and the batch's order is kept on release.
+TEST(PlanCache, TheMostRecentPlanTakenInPlaceIsNeitherEvictedNorReordered) {
+  PlanCache cache;
+  ASSERT_TRUE(runOne(cache, 1, 1));
+  ASSERT_NE(cache.acquire(key(1)), nullptr);  // the front, taken in place
+  auto two = std::make_unique<Plan>();
+  EXPECT_EQ(cache.insert(key(2), two, 1), nullptr);  // full, and the only plan is taken
+  EXPECT_EQ(cache.acquire(key(1)), nullptr);
+  cache.releaseAll();
+  EXPECT_EQ(cache.stats().evictions, 0u);
+  EXPECT_TRUE(cached(cache, 1));
+
+  PlanCache three;
+  for (size_t c : {1, 2, 3}) ASSERT_TRUE(runOne(three, c, 3));  // order: 3 2 1
+  // 2 first (moved out), then 3 (the front, but not the batch's first): 3 ends most recent.
+  ASSERT_NE(three.acquire(key(2)), nullptr);
+  ASSERT_NE(three.acquire(key(3)), nullptr);
+  three.releaseAll();  // 3 2 1
+  ASSERT_TRUE(runOne(three, 4, 3));  // evicts 1
+  EXPECT_FALSE(cached(three, 1));
+  ASSERT_TRUE(runOne(three, 5, 3));  // order was 4 3 2 (cached(1) missed): evicts 2
+  EXPECT_FALSE(cached(three, 2));
+  EXPECT_TRUE(cached(three, 3));
+  // 3 first (the front, taken in place), then 4: 4 ends most recent, 3 next.
+  ASSERT_NE(three.acquire(key(3)), nullptr);
+  ASSERT_NE(three.acquire(key(4)), nullptr);
+  three.releaseAll();  // 4 3 5
+  ASSERT_TRUE(runOne(three, 6, 3));  // evicts 5
+  EXPECT_FALSE(cached(three, 5));
+  EXPECT_TRUE(cached(three, 3));
+  EXPECT_TRUE(cached(three, 4));
+}
+
 TEST(PlanCache, ZeroOrLoweredCapacity) {
   PlanCache cache;
   EXPECT_FALSE(runOne(cache, 1, 0));
