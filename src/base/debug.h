@@ -3,7 +3,6 @@
 #pragma once
 
 #include <atomic>
-#include <climits>
 #include <cstdint>
 
 namespace atl::log {
