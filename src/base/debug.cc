@@ -91,7 +91,6 @@ FILE* output() {
   }
   return gConfig.file;
 }
-std::atomic<int> gLevel{static_cast<int>(Level::Warn)};
 std::atomic<uint64_t> gMask{0};
 thread_local int tRank = -1;
 
@@ -107,10 +106,9 @@ void init() {
   gConfig.file = nullptr;
   // Opened at the first line written, so processes that never log (a launcher) leave no file.
   gPath = file.empty() ? std::string() : expandPath(file, gConfig.host);
-  gLevel.store(static_cast<int>(gConfig.level), std::memory_order_relaxed);
+  detail::gCeiling.store(static_cast<int>(gConfig.level), std::memory_order_relaxed);
   gMask.store(gConfig.mask, std::memory_order_relaxed);
   gReady.store(true, std::memory_order_release);
-  detail::gCeiling.store(static_cast<int>(gConfig.level), std::memory_order_relaxed);
 }
 
 const char* levelName(Level level) {
@@ -127,7 +125,7 @@ const char* levelName(Level level) {
 
 bool enabled(Level level, uint64_t subsys) {
   if (!gReady.load(std::memory_order_acquire)) init();
-  int configured = gLevel.load(std::memory_order_relaxed);
+  int configured = detail::gCeiling.load(std::memory_order_relaxed);
   if (static_cast<int>(level) > configured) return false;
   if (level == Level::Warn || level == Level::Version || level == Level::Abort) return true;
   return (gMask.load(std::memory_order_relaxed) & subsys) != 0;

@@ -29,9 +29,10 @@ enum Subsys : uint64_t {
 bool enabled(Level level, uint64_t subsys);
 
 namespace detail {
-/// The configured level once NCCL_DEBUG is read, INT_MAX before: ATOLL_LOG compares against it
-/// inline, so a line that cannot print (INFO and TRACE on the collective path, by default) costs
-/// a load and a compare rather than a call.
+/// The configured level once NCCL_DEBUG is read (enabled() reads it then), INT_MAX before, so the
+/// first check reads the configuration: ATOLL_LOG compares against it inline, and a line that
+/// cannot print (INFO and TRACE on the collective path, by default) costs a load and a compare
+/// rather than a call.
 extern std::atomic<int> gCeiling;
 }  // namespace detail
 void write(Level level, uint64_t subsys, const char* file, int line, const char* fmt, ...)

@@ -7,6 +7,7 @@
 
 #include "base/debug.h"
 #include "base/params.h"
+#include "base/per_thread.h"
 #include "core/call_check.h"
 #include "core/call_report.h"
 #include "core/comm.h"
@@ -47,18 +48,12 @@ struct BatchStorage {
   std::vector<std::unique_ptr<engine::Plan>> owned;  // plans the caches did not take
 };
 
-/// The calling thread's group and batch. Reached through one out-of-line call that returns a plain
-/// reference: GCC recomputes a thread_local's address at every use instead of keeping it in a
-/// register, and under -mtls-dialect=gnu2 each time is a call through the TLS descriptor (about
-/// ten per collective before this).
+/// The calling thread's group and batch (base/per_thread.h: fetched once per call, passed down).
 struct ThreadCalls {
   GroupState group;
   BatchStorage batch;
 };
-[[gnu::noinline]] ThreadCalls& threadCalls() {
-  thread_local ThreadCalls calls;
-  return calls;
-}
+ThreadCalls& threadCalls() { return perThread<ThreadCalls>(); }
 
 /// ATOLL_CHECK: compare the batch's fingerprints before any of its data moves (core/call_check.h).
 /// A failed check (dead peer, timeout) or a mismatch lands in the communicator's queue result,

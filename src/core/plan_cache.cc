@@ -37,7 +37,7 @@ engine::Plan* PlanCache::acquire(const PlanKey& key) {
   Entry& e = *found;
   recent_ = &e;
   e.taken = true;
-  if (e.pos == lru_.begin() && frontTaken_ == nullptr && taken_.empty()) {
+  if (e.pos == lru_.begin() && taken_.empty()) {
     // The batch's first plan, already the most recent: releaseAll() puts the batch's later
     // plans ahead of it, where they would go anyway, so a job repeating one call moves no list
     // node at all. insert() never evicts a taken entry (lru_.back() is this one only when it is

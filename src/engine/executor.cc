@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/debug.h"
+#include "base/per_thread.h"
 
 namespace atl::engine {
 namespace {
@@ -291,18 +292,11 @@ class PlanRun {
   int failedPeer_ = -1;
 };
 
-/// One run slot per queue, kept by the thread across calls (see PlanRun::start). Out of line so
-/// that the caller holds a plain reference: a thread_local's address used directly is recomputed
-/// at each use, a call through the TLS descriptor under -mtls-dialect=gnu2.
-[[gnu::noinline]] std::vector<PlanRun>& threadSlots() {
-  thread_local std::vector<PlanRun> slots;
-  return slots;
-}
-
 }  // namespace
 
 Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
-  std::vector<PlanRun>& slots = threadSlots();
+  // One run slot per queue, kept by the thread across calls (see PlanRun::start).
+  std::vector<PlanRun>& slots = perThread<std::vector<PlanRun>>();
   if (slots.size() < queues.size()) slots.resize(queues.size());
   std::vector<PlanRun*> runningStorage;
   PlanRun* single = nullptr;
