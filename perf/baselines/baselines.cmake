@@ -4,6 +4,10 @@
 # JSON (peer_sweep.cc reuses perf/common), so every column is in the same units.
 add_executable(memcpy_bw ${CMAKE_CURRENT_LIST_DIR}/memcpy_bw.c)
 set_target_properties(memcpy_bw PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)
+# The core-to-core round trip at the moment of each run (the VM's placement of its CPUs).
+add_executable(core_rtt ${CMAKE_CURRENT_LIST_DIR}/core_rtt.c)
+target_link_libraries(core_rtt PRIVATE Threads::Threads)
+set_target_properties(core_rtt PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)
 
 # Under sanitizers the peers' own leaks and races would fail the runs, and timings mean nothing.
 if(ATOLL_SANITIZE STREQUAL "" AND (ATOLL_HAVE_MPI OR ATOLL_HAVE_GLOO))
@@ -11,7 +15,7 @@ if(ATOLL_SANITIZE STREQUAL "" AND (ATOLL_HAVE_MPI OR ATOLL_HAVE_GLOO))
   target_link_libraries(atoll_peer_sweep PUBLIC atoll_perf_common)
 endif()
 
-set(ATOLL_BASELINE_PROGRAMS atollrun all_reduce_perf memcpy_bw)
+set(ATOLL_BASELINE_PROGRAMS atollrun all_reduce_perf memcpy_bw core_rtt)
 if(TARGET atoll_peer_sweep AND ATOLL_HAVE_MPI)
   add_executable(mpi_allreduce_bench ${CMAKE_CURRENT_LIST_DIR}/mpi_allreduce_bench.cc)
   target_link_libraries(mpi_allreduce_bench PRIVATE atoll_peer_sweep MPI::MPI_C)

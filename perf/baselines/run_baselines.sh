@@ -12,12 +12,23 @@
 #
 # usage: run_baselines.sh [--np "2 4"] [--min 8] [--max 256M] [--factor 2] [--iters 20] [--warmup 2]
 #                         [--place in|out] [--build DIR] [--out DIR] [--timeout SECONDS]
-#                         [--rounds N] [--systems "atoll_shm atoll_shm_pool atoll_socket mpi gloo_ring gloo_hd"]
+#                         [--rounds N] [--interleave sweep|size]
+#                         [--systems "atoll_shm atoll_shm_pool atoll_socket mpi gloo_ring gloo_hd"]
 # --rounds N runs every system N times, interleaved (round 1 of each, then round 2, ...), and
 # tabulates the median of each size's time and bandwidth: load from anything else on the machine
 # then hits every system alike. ratios.md gives Atoll's busbw over Open MPI's per size.
-# Writes to --out: table.md, results.csv, busbw_np<N>.png, targets.txt, mpi_config.txt,
-# memcpy.txt, json/<system>_np<N>.json, plot/*.dat and logs/. Prints the targets section at the end.
+# --interleave size runs every size as a run of its own, all systems and rounds of one size before
+# the next size, so the runs compared with each other are seconds apart rather than minutes (a
+# whole sweep is the default).
+# Before every run, build/perf/core_rtt measures the core-to-core cache-line round trip: on a VM it
+# moves with the host's placement of the virtual CPUs (2-5x on the development VM, from one second
+# to the next), and shared-memory times move with it; it is measured again after the run.
+# phases.csv records both, rounds.csv the slower, and ratios.md adds Atoll over Open MPI paired run
+# by run within each round, and the ratio of the medians of the runs that began and ended in the
+# fast phase (round trip under 1.5x the fastest seen), and of the rest.
+# Writes to --out: table.md, ratios.md, results.csv, rounds.csv, phases.csv, busbw_np<N>.png,
+# targets.txt, mpi_config.txt, memcpy.txt, json/<system>_np<N>_r<R>[_s<bytes>].json, plot/*.dat
+# and logs/. Prints the targets section at the end.
 #
 # Open MPI settings, and why:
 #   --mca pml ob1 --mca btl self,vader   shared memory through vader (Debian's build would
@@ -43,6 +54,7 @@ build="$repo/build"
 out=""
 limit=900
 rounds=1
+interleave=sweep
 systems="atoll_shm atoll_shm_pool atoll_socket mpi gloo_ring gloo_hd"
 
 die() {
@@ -67,6 +79,7 @@ while (($#)); do
     --out) out="$2"; shift 2 ;;
     --timeout) limit="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
+    --interleave) interleave="$2"; shift 2 ;;
     --systems) systems="$2"; shift 2 ;;
     -h | --help) usage 0 ;;
     *) echo "run_baselines.sh: unknown argument $1" >&2; usage 2 ;;
@@ -75,6 +88,7 @@ done
 [[ "$place" == in || "$place" == out ]] || die "--place takes in or out"
 [[ -n "$np_list" ]] || die "--np needs at least one rank count"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds: '$rounds' is not a positive count"
+[[ "$interleave" == sweep || "$interleave" == size ]] || die "--interleave takes sweep or size"
 for sys in $systems; do
   [[ " atoll_shm atoll_shm_pool atoll_socket mpi gloo_ring gloo_hd " == *" $sys "* ]] || die "--systems: unknown system '$sys'"
 done
@@ -91,6 +105,7 @@ atoll_perf="$build/perf/all_reduce_perf"
 mpi_bench="$build/perf/mpi_allreduce_bench"
 gloo_bench="$build/perf/gloo_allreduce_bench"
 memcpy_bw="$build/perf/memcpy_bw"
+core_rtt="$build/perf/core_rtt"
 need() {  # path, how to get it
   [[ -x "$1" ]] || die "missing $1: $2"
 }
@@ -98,6 +113,7 @@ hint="build it with: ninja -C $build baselines"
 need "$atollrun" "$hint"
 need "$atoll_perf" "$hint"
 need "$memcpy_bw" "$hint"
+need "$core_rtt" "$hint"
 need "$mpi_bench" "configure did not find Open MPI (apt-get install openmpi-bin libopenmpi-dev), or $hint"
 need "$gloo_bench" "configure did not find Gloo (apt-get install libgloo-dev), or $hint"
 mpirun="$(command -v mpirun || true)"
@@ -111,7 +127,25 @@ out="$(cd "$out" && pwd)"
 store="$(mktemp -d "${TMPDIR:-/tmp}/atoll-baselines.XXXXXX")"
 trap 'rm -rf "$store"' EXIT
 
-common=(-b "$min" -e "$max" -f "$factor" -n "$iters" -w "$warmup" -c 1)
+to_bytes() {  # 8, 64K, 4M, 1G (as the tools read them) -> bytes
+  local text=$1 unit=1
+  case ${text: -1} in
+    K | k) unit=$((1 << 10)); text=${text%?} ;;
+    M | m) unit=$((1 << 20)); text=${text%?} ;;
+    G | g) unit=$((1 << 30)); text=${text%?} ;;
+  esac
+  [[ "$text" =~ ^[1-9][0-9]*$ ]] || die "'$1' is not a size"
+  echo $((text * unit))
+}
+if [[ "$interleave" == size ]]; then
+  [[ "$factor" =~ ^[2-9]$|^[1-9][0-9]+$ ]] || die "--interleave size needs a whole --factor of 2 or more"
+  sizes=()
+  max_bytes=$(to_bytes "$max")
+  for ((size = $(to_bytes "$min"); size <= max_bytes; size *= factor)); do sizes+=("$size"); done
+  ((${#sizes[@]} > 0)) || die "no size between --min $min and --max $max"
+else
+  sizes=(all)
+fi
 
 run_logged() {  # log file, command...: runs it with a time limit; on failure shows the log and stops
   local log=$1
@@ -173,27 +207,48 @@ echo "== memcpy bandwidth (64 MiB, one core)"
 memcpy_before="$(memcpy_run before)"
 [[ -n "$memcpy_before" ]] || die "cannot read memcpy_bw output ($out/logs/memcpy_before.log)"
 
-# --- The benchmarks, one at a time; with --rounds, every system once per round.
-for ((round = 1; round <= rounds; round++)); do
-  for np in $np_list; do
-    for sys in $systems; do
-      json="$out/json/${sys}_np${np}_r$round.json"
-      log="$out/logs/${sys}_np${np}_r$round.log"
-      rm -f "$json"
-      echo "== round $round/$rounds: $sys np=$np"
-      case $sys in
-        atoll_shm) run_logged "$log" env -u NCCL_SHM_DISABLE "$atollrun" -np "$np" "$atoll_perf" "${common[@]}" -J "$json" ;;
-        atoll_shm_pool)
-          run_logged "$log" env -u NCCL_SHM_DISABLE "$atollrun" -np "$np" "$atoll_perf" -R 1 "${common[@]}" -J "$json"
-          ;;
-        atoll_socket) run_logged "$log" "$atollrun" -np "$np" -x NCCL_SHM_DISABLE=1 "$atoll_perf" "${common[@]}" -J "$json" ;;
-        mpi) run_logged "$log" "$mpirun" "${mpi_args[@]}" -np "$np" "$mpi_bench" "${common[@]}" -J "$json" ;;
-        gloo_ring | gloo_hd)
-          run_logged "$log" "$atollrun" -np "$np" "$gloo_bench" -A "${sys#gloo_}" -S "$store/$sys-np$np-r$round" \
-            "${common[@]}" -J "$json"
-          ;;
-      esac
-      [[ -s "$json" ]] || die "$sys np=$np round $round wrote no JSON ($log)"
+# --- The benchmarks, one at a time; with --rounds, every system once per round, and with
+# --interleave size, all of that for one size before the next.
+phases_csv="$out/phases.csv"
+echo "system,np,round,size_bytes,core_rtt_ns,core_rtt_after_ns" > "$phases_csv"
+rtt_now() {  # log file: the round trip now, in ns
+  run_logged "$1" "$core_rtt"
+  awk '$1 == "core_rtt_ns" { print $2 }' "$1"
+}
+rm -f "$out"/json/*.json
+for size in "${sizes[@]}"; do
+  if [[ "$size" == all ]]; then
+    span=(-b "$min" -e "$max" -f "$factor")
+    tag=""
+  else
+    span=(-b "$size" -e "$size")
+    tag="_s$size"
+  fi
+  for ((round = 1; round <= rounds; round++)); do
+    for np in $np_list; do
+      for sys in $systems; do
+        json="$out/json/${sys}_np${np}_r$round$tag.json"
+        log="$out/logs/${sys}_np${np}_r$round$tag.log"
+        echo "== round $round/$rounds: $sys np=$np${tag:+ size ${size}}"
+        rtt=$(rtt_now "$log.rtt")
+        common=("${span[@]}" -n "$iters" -w "$warmup" -c 1)
+        case $sys in
+          atoll_shm) run_logged "$log" env -u NCCL_SHM_DISABLE "$atollrun" -np "$np" "$atoll_perf" "${common[@]}" -J "$json" ;;
+          atoll_shm_pool)
+            run_logged "$log" env -u NCCL_SHM_DISABLE "$atollrun" -np "$np" "$atoll_perf" -R 1 "${common[@]}" -J "$json"
+            ;;
+          atoll_socket) run_logged "$log" "$atollrun" -np "$np" -x NCCL_SHM_DISABLE=1 "$atoll_perf" "${common[@]}" -J "$json" ;;
+          mpi) run_logged "$log" "$mpirun" "${mpi_args[@]}" -np "$np" "$mpi_bench" "${common[@]}" -J "$json" ;;
+          gloo_ring | gloo_hd)
+            run_logged "$log" "$atollrun" -np "$np" "$gloo_bench" -A "${sys#gloo_}" -S "$store/$sys-np$np-r$round$tag" \
+              "${common[@]}" -J "$json"
+            ;;
+        esac
+        [[ -s "$json" ]] || die "$sys np=$np round $round wrote no JSON ($log)"
+        rtt_after=$(rtt_now "$log.rtt_after")
+        [[ -n "$rtt" && -n "$rtt_after" ]] || die "cannot read core_rtt's output ($log.rtt*)"
+        echo "$sys,$np,$round,$size,$rtt,$rtt_after" >> "$phases_csv"
+      done
     done
   done
 done
@@ -207,26 +262,33 @@ echo "memcpy 64 MiB one core: before $memcpy_before GB/s, after $memcpy_after GB
 # --- JSON -> CSV. The tools write one result object per line (perf/common/report.cc); rounds.csv
 # keeps every round, results.csv the per-size medians.
 rounds_csv="$out/rounds.csv"
-echo "system,np,round,size_bytes,place,time_us,algbw_gbps,busbw_gbps,wrong" > "$rounds_csv"
-for ((round = 1; round <= rounds; round++)); do
-  for np in $np_list; do
-    for sys in $systems; do
-      awk -v sys="$sys" -v np="$np" -v round="$round" '
-        function num(text, key,   i, rest) {
-          i = index(text, "\"" key "\": ")
-          if (i == 0) return ""
-          rest = substr(text, i + length(key) + 4)
-          sub(/[,}].*/, "", rest)
-          return rest
-        }
-        /"size": / {
-          cut = index($0, "\"inPlace\"")
-          oop = substr($0, 1, cut - 1)
-          ip = substr($0, cut)
-          size = num($0, "size")
-          printf "%s,%s,%s,%s,out,%s,%s,%s,%s\n", sys, np, round, size, num(oop, "time_us"), num(oop, "algbw_gbps"), num(oop, "busbw_gbps"), num(oop, "wrong")
-          printf "%s,%s,%s,%s,in,%s,%s,%s,%s\n", sys, np, round, size, num(ip, "time_us"), num(ip, "algbw_gbps"), num(ip, "busbw_gbps"), num(ip, "wrong")
-        }' "$out/json/${sys}_np${np}_r$round.json" >> "$rounds_csv"
+echo "system,np,round,size_bytes,place,time_us,algbw_gbps,busbw_gbps,wrong,core_rtt_ns" > "$rounds_csv"
+for size in "${sizes[@]}"; do
+  tag=$([[ "$size" == all ]] || echo "_s$size")
+  for ((round = 1; round <= rounds; round++)); do
+    for np in $np_list; do
+      for sys in $systems; do
+        # The slower of the round trips before and after the run: a run is only called fast when
+        # it began and ended in the fast placement.
+        rtt=$(awk -F, -v s="$sys" -v n="$np" -v r="$round" -v z="$size" \
+          '$1 == s && $2 == n && $3 == r && $4 == z { print ($5 > $6) ? $5 : $6 }' "$phases_csv")
+        awk -v sys="$sys" -v np="$np" -v round="$round" -v rtt="$rtt" '
+          function num(text, key,   i, rest) {
+            i = index(text, "\"" key "\": ")
+            if (i == 0) return ""
+            rest = substr(text, i + length(key) + 4)
+            sub(/[,}].*/, "", rest)
+            return rest
+          }
+          /"size": / {
+            cut = index($0, "\"inPlace\"")
+            oop = substr($0, 1, cut - 1)
+            ip = substr($0, cut)
+            size = num($0, "size")
+            printf "%s,%s,%s,%s,out,%s,%s,%s,%s,%s\n", sys, np, round, size, num(oop, "time_us"), num(oop, "algbw_gbps"), num(oop, "busbw_gbps"), num(oop, "wrong"), rtt
+            printf "%s,%s,%s,%s,in,%s,%s,%s,%s,%s\n", sys, np, round, size, num(ip, "time_us"), num(ip, "algbw_gbps"), num(ip, "busbw_gbps"), num(ip, "wrong"), rtt
+          }' "$out/json/${sys}_np${np}_r$round$tag.json" >> "$rounds_csv"
+      done
     done
   done
 done
@@ -284,9 +346,9 @@ EOF
 
 # --- Ratios: each Atoll shm system's busbw over Open MPI's, per size (the time ratio's inverse).
 if [[ " $systems " == *" mpi "* ]]; then
-  python3 - "$csv" "$place" "$np_list" "$systems" "$rounds" > "$out/ratios.md" << 'EOF'
-import csv, sys
-path, place, nps, systems, rounds = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split(), sys.argv[5]
+  python3 - "$csv" "$place" "$np_list" "$systems" "$rounds" "$rounds_csv" > "$out/ratios.md" << 'EOF'
+import csv, statistics, sys
+path, place, nps, systems, rounds, rounds_path = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split(), sys.argv[5], sys.argv[6]
 ours = [s for s in systems if s.startswith("atoll_shm")]
 bw = {}
 for r in csv.DictReader(open(path)):
@@ -310,6 +372,43 @@ for size in sizes:
             a, m = bw.get((s, n, size)), bw.get(("mpi", n, size))
             cells.append("%.2fx" % (a / m) if a and m else "-")
     print("| %s | %s |" % (human(size), " | ".join(cells)))
+
+# The same ratio in two more ways. Paired: each round's Atoll run over the same round's Open MPI
+# run, the two runs closest in time. By phase: the median of each system's runs that began and
+# ended with the core-to-core round trip under 1.5x the fastest one seen (the VM's fast placement
+# of its CPUs), over the same for Open MPI; then the same for the other runs.
+runs = {}
+for r in csv.DictReader(open(rounds_path)):
+    if r["place"] == place and r["busbw_gbps"] and r["core_rtt_ns"]:
+        runs[(r["system"], r["np"], int(r["size_bytes"]), r["round"])] = (float(r["busbw_gbps"]), float(r["core_rtt_ns"]))
+if runs:
+    fast_below = 1.5 * min(rtt for _, rtt in runs.values())
+    print()
+    print("## Paired run by run, and by phase")
+    print()
+    print("paired: the median over rounds of (Atoll busbw / Open MPI busbw) within a round [pairs].")
+    print("fast: the median busbw of each system's runs that began and ended with the core-to-core round")
+    print("trip under %.0f ns, Atoll's over Open MPI's [runs of each]; slow: the same for the other runs." % fast_below)
+    print()
+    heads = ["%s np%s %s" % (s, n, k) for n in nps for s in ours for k in ("paired", "fast", "slow")]
+    print("| size | " + " | ".join(heads) + " |")
+    print("|---:|" + "---:|" * len(heads))
+    def phase_ratio(s, n, size, fast):
+        pick = lambda sy: [bw for (x, y, z, _), (bw, rtt) in runs.items() if (x, y, z) == (sy, n, size) and (rtt < fast_below) == fast]
+        a, m = pick(s), pick("mpi")
+        if not a or not m or statistics.median(m) <= 0:
+            return "- [%d/%d]" % (len(a), len(m))
+        return "%.2fx [%d/%d]" % (statistics.median(a) / statistics.median(m), len(a), len(m))
+    for size in sizes:
+        cells = []
+        for n in nps:
+            for s in ours:
+                paired = [a / runs[("mpi", n, size, rnd)][0] for (sy, npx, sz, rnd), (a, _) in runs.items()
+                          if (sy, npx, sz) == (s, n, size) and runs.get(("mpi", n, size, rnd), (0,))[0] > 0]
+                cells.append("%.2fx [%d]" % (statistics.median(paired), len(paired)) if paired else "-")
+                cells.append(phase_ratio(s, n, size, True))
+                cells.append(phase_ratio(s, n, size, False))
+        print("| %s | %s |" % (human(size), " | ".join(cells)))
 EOF
 fi
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # usage: smoke_baselines.sh BUILD_DIR
 # run_baselines.sh end to end on tiny settings (2 ranks, 8 B .. 64 KiB, 2 iterations) into a
-# temporary directory; fails unless every output exists and the targets section is printed.
+# temporary directory; fails unless every output exists and the targets section is printed. Then
+# the size-by-size order on two sizes, and two bad option values.
 set -euo pipefail
 build=${1:?usage: smoke_baselines.sh BUILD_DIR}
 out="$(mktemp -d "${TMPDIR:-/tmp}/atoll-baselines-smoke.XXXXXX")"
@@ -22,5 +23,35 @@ rows=$(wc -l < "$out/res/results.csv")
 grep -q '^## targets' "$log" || { echo "no targets section in the output" >&2; status=1; }
 grep -q 'shm busbw / MPI busbw' "$log" || { echo "targets section incomplete" >&2; status=1; }
 head -c 8 "$out/res/busbw_np2.png" | od -An -c | grep -q 'P   N   G' || { echo "busbw_np2.png is not a PNG" >&2; status=1; }
+for f in phases.csv rounds.csv ratios.md; do
+  [[ -s "$out/res/$f" ]] || { echo "missing or empty: $f" >&2; status=1; }
+done
+# Every run has its core-to-core round trip before and after (6 systems, one sweep each).
+rtts=$(awk -F, 'NR > 1 && $5 > 0 && $6 > 0' "$out/res/phases.csv" | wc -l)
+[[ "$rtts" -eq 6 ]] || { echo "phases.csv has $rtts complete runs, expected 6" >&2; status=1; }
+grep -q '^## Paired run by run' "$out/res/ratios.md" || { echo "ratios.md has no paired table" >&2; status=1; }
 ((status == 0)) || cat "$log"
+
+# Size by size: 2 systems x 2 sizes x 2 rounds, each size a run of its own.
+slog="$out/size.log"
+if ! "$(dirname "$0")/run_baselines.sh" --build "$build" --out "$out/size" --np 2 --min 8 --max 64 --factor 8 \
+  --iters 2 --warmup 1 --rounds 2 --interleave size --systems "atoll_shm mpi" --timeout 60 > "$slog" 2>&1; then
+  cat "$slog"
+  exit 1
+fi
+runs=$(ls "$out/size/json" | grep -c '_s[0-9]*\.json$' || true)
+[[ "$runs" -eq 8 ]] || { echo "size mode wrote $runs JSON files, expected 8" >&2; status=1; }
+# 2 systems x 2 sizes x 2 rounds x 2 placements, plus the header; every row has its round trip.
+rows=$(awk -F, 'NR > 1 && $10 > 0' "$out/size/rounds.csv" | wc -l)
+[[ "$rows" -eq 16 ]] || { echo "size mode rounds.csv has $rows rows with a round trip, expected 16" >&2; status=1; }
+grep -q '^| 64 B |' "$out/size/ratios.md" || { echo "size mode ratios.md has no 64 B row" >&2; status=1; }
+for bad in "--interleave sizes" "--interleave size --factor 1"; do
+  # shellcheck disable=SC2086  # the options are meant to split
+  if "$(dirname "$0")/run_baselines.sh" --build "$build" --out "$out/bad" $bad > "$out/bad.log" 2>&1 ||
+    ! grep -q 'run_baselines.sh: --' "$out/bad.log"; then
+    echo "run_baselines.sh $bad: expected a usage error" >&2
+    cat "$out/bad.log" >&2
+    status=1
+  fi
+done
 exit $status
