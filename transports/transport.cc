@@ -1,7 +1,8 @@
 #include "transports/transport.h"
 
 #include <algorithm>
-#include <cstring>
+
+#include "base/copy_bytes.h"
 
 namespace atl::transport {
 
@@ -17,7 +18,7 @@ Result<size_t> Connection::receiveInto(void* dst, size_t n) {
     std::span<const std::byte> view = *next;
     if (view.empty()) break;
     const size_t take = std::min(view.size(), n - got);
-    std::memcpy(static_cast<std::byte*>(dst) + got, view.data(), take);
+    copyBytes(static_cast<std::byte*>(dst) + got, view.data(), take);
     consume(take);
     got += take;
   }

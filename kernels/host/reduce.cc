@@ -9,6 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "base/copy_bytes.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/host/byte_tables.h"
 #include "kernels/host/isa.h"
@@ -247,7 +248,7 @@ void divide(ncclDataType_t dt, void* dst, size_t count, int divisor) {
 }
 
 void copy(void* dst, const void* src, size_t bytes) {
-  if (bytes != 0 && dst != src) std::memcpy(dst, src, bytes);
+  if (bytes != 0 && dst != src) copyBytes(dst, src, bytes);
 }
 
 }  // namespace atl::kernels

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/copy_bytes.h"
 #include "base/debug.h"
 #include "base/shared_pool.h"
 #include "base/tsan.h"
@@ -193,7 +194,7 @@ Status ShmConnection::checkOfferRange(size_t at, size_t n) const {
 
 Result<size_t> ShmConnection::readOffered(void* dst, size_t at, size_t n) {
   ATOLL_CHECK(checkOfferRange(at, n));
-  if (offerLocal_ != nullptr) std::memcpy(dst, offerLocal_ + at, n);
+  if (offerLocal_ != nullptr) copyBytes(dst, offerLocal_ + at, n);
   else ATOLL_CHECK(readPeerMemory(recv_.peerPid(), peer_, offerRemote_ + at, dst, n));
   return n;
 }

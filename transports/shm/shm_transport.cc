@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "base/copy_bytes.h"
 #include "base/debug.h"
 
 namespace atl::transport::shm {
@@ -106,8 +107,8 @@ Result<size_t> ShmConnection::send(const void* data, size_t n) {
   const size_t len = static_cast<size_t>(std::min<uint64_t>(n, space));
   const size_t off = static_cast<size_t>(sendHead_ & (cap - 1));
   const size_t first = std::min(len, static_cast<size_t>(cap) - off);
-  std::memcpy(send_.data() + off, data, first);
-  if (first < len) std::memcpy(send_.data(), static_cast<const std::byte*>(data) + first, len - first);
+  copyBytes(send_.data() + off, data, first);
+  if (first < len) copyBytes(send_.data(), static_cast<const std::byte*>(data) + first, len - first);
   mirrorInline(data, len, sendHead_);
   sendHead_ += len;
   send_.header()->head.store(sendHead_, std::memory_order_release);
