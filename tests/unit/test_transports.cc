@@ -385,7 +385,7 @@ TEST_P(TransportTest, StreamUnpaddedSizesSenderAndReceiverThreads) {
 }
 
 // Small messages: shm mirrors them beside the ring's head (RingHeader::inlineWords) and a reader
-// takes them from there. Sizes around the mirror's two lines (40 and 104 bytes), split sends, a
+// takes them from there. Sizes around the mirror's 40 bytes, split sends, a
 // reader that lags behind a new window and consumes in odd pieces must all read the stream as sent.
 TEST_P(TransportTest, SmallMessagesBetweenThreadsKeepTheStream) {
   World w = world(2, 64 << 10);

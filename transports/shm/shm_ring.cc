@@ -22,8 +22,8 @@ namespace atl::transport::shm {
 namespace {
 
 constexpr uint32_t kReadyMagic = 0x41544c52;  // "ATLR"
-constexpr uint32_t kVersion = 4;  // 2: liveness by record locks, ends tagged with a process token; 3: single copy;
-                                  // 4: small messages mirrored beside the head
+constexpr uint32_t kVersion = 5;  // 2: liveness by record locks, ends tagged with a process token; 3: single copy;
+                                  // 4: small messages mirrored beside the head; 5: in head's line only
 
 // Both ends map every page of the ring up front. Otherwise each end takes a page fault on every
 // page the first time the stream passes it, for the ring's whole first lap: a 16 KiB all-reduce

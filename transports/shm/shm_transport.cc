@@ -119,12 +119,11 @@ void ShmConnection::mirrorInline(const void* data, size_t n, uint64_t pos) {
   constexpr uint64_t kCap = 8 * kInlineWords;
   RingHeader* h = send_.header();
   // Every byte of the window below the head is mirrored, always: a reader trusts the window for
-  // any range inside it. A message small enough to share head's line is kept there (the second
-  // line is a transfer of its own), so it starts a new window where it begins whenever it would
-  // spill into that line, as any message that fits does once the window is full (a reader still
-  // behind the new start reads the ring). A larger one fills what is left of the window.
-  const uint64_t fill = n <= kHeadLineBytes ? kHeadLineBytes : kCap;
-  if (pos + n > inlineStart_ + fill && n <= kCap) {
+  // any range inside it. A message that fits starts a new window where it begins whenever it
+  // would not fit in what is left (a reader still behind the new start reads the ring). A larger
+  // one fills what is left of the window, and its reader, whose range then ends past the window,
+  // takes it from the ring.
+  if (pos + n > inlineStart_ + kCap && n <= kCap) {
     // Odd: the words are changing. No fences (TSan cannot check them): the words and the start
     // are release stores, so a reader whose acquire load sees any of them also sees this odd
     // value when it loads the sequence again.
