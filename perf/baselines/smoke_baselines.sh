@@ -2,7 +2,7 @@
 # usage: smoke_baselines.sh BUILD_DIR
 # run_baselines.sh end to end on tiny settings (2 ranks, 8 B .. 64 KiB, 2 iterations) into a
 # temporary directory; fails unless every output exists and the targets section is printed. Then
-# the size-by-size order on two sizes, and two bad option values.
+# the size-by-size order on two sizes, two bad option values, and ab_libs.sh.
 set -euo pipefail
 build=${1:?usage: smoke_baselines.sh BUILD_DIR}
 out="$(mktemp -d "${TMPDIR:-/tmp}/atoll-baselines-smoke.XXXXXX")"
@@ -54,4 +54,21 @@ for bad in "--interleave sizes" "--interleave size --factor 1"; do
     status=1
   fi
 done
+
+# ab_libs.sh, the build's library against itself: one round, every size in a phase row, and a
+# directory without the library refused.
+ab="$out/ab.log"
+if ! "$(dirname "$0")/ab_libs.sh" --build "$build" --rounds 1 "$build" "$build" -- -b 8 -e 64 -f 8 -n 10 -w 1 -c 1 \
+  > "$ab" 2>&1; then
+  cat "$ab"
+  exit 1
+fi
+for size in 8 64; do
+  grep -Eq "^\| (fast|slow|mixed) \| $size \|" "$ab" || { echo "ab_libs.sh printed no row for $size B" >&2; cat "$ab" >&2; status=1; }
+done
+if "$(dirname "$0")/ab_libs.sh" --build "$build" "$out" "$build" > "$out/ab_bad.log" 2>&1 ||
+  ! grep -q 'no libatoll.so.0 in' "$out/ab_bad.log"; then
+  echo "ab_libs.sh: a directory without the library was not refused" >&2
+  status=1
+fi
 exit $status
