@@ -1,13 +1,13 @@
 // Bulk copies between buffers, for the data path (kernels::copy, the shared-memory rings).
 //
 // Why not memcpy alone: glibc copies from about 2 KiB up to the L2 size with `rep movsb`, and on
-// the AMD EPYC of the development VM that instruction drops from 40-50 GB/s to 2-3 GB/s when the
+// the AMD EPYC of the development VM that instruction is 13-20x slower (2-3 GB/s copied) when the
 // destination lies 1 to 31 bytes past the source modulo 4 KiB (build/perf/bench_kernels
-// --benchmark_filter=copy, perf/baselines/README.md). That happens in the engine without anyone
+// --benchmark_filter='^(copy|memcpy)/', perf/bench/README.md). That happens in the engine without anyone
 // asking for it: a page-aligned user buffer (ncclMemAlloc, aligned allocators) copied to or from
 // scratch that malloc placed 16 bytes into a page, or a ring position 8 or 16 bytes past a page
 // after the single-copy header words. An in-place 128 KiB all-reduce of ncclMemAlloc buffers took
-// 100-180 us instead of 20. Those copies go through a plain SSE2 loop instead, backwards, so no
+// 70-180 us instead of 17. Those copies go through a plain SSE2 loop instead, backwards, so no
 // load falls on the 4 KiB alias of a store just made.
 #pragma once
 

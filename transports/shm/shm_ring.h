@@ -56,8 +56,8 @@ struct alignas(64) RingHeader {
   // inlineSeq to odd and back to even around starting a window elsewhere (a seqlock), so a reader
   // whose copy saw one even value throughout has bytes the producer wrote before its head.
   // Only head's line: a second line of mirror is a transfer of its own, after head's, and its
-  // restarts touched head's line twice; with it a 64-byte np=2 all-reduce took 0.56 us against
-  // 0.49 us from the ring (fast-phase medians, perf/baselines/README.md).
+  // restarts touched head's line twice; with it a 64-byte np=2 all-reduce took 0.59 us against
+  // 0.48 us from the ring (fast-phase medians, perf/baselines/README.md).
   std::atomic<uint64_t> inlineSeq{0};
   std::atomic<uint64_t> inlineStart{0};
   std::atomic<uint64_t> inlineWords[kInlineWords]{};  // the rest of head's line
