@@ -29,14 +29,14 @@ reps="${ATOLL_BENCH_REPS:-5}"
 
 size=67108864
 # avx2:1 asks for the best variant the CPU has (it is clamped to baseline without AVX2).
-out="$("$bench" --benchmark_filter="^(reduce/sum/float/bytes:$size/avx2:1|memcpy/bytes:$size)\$" \
+out="$("$bench" --benchmark_filter="^(reduce/sum/float/bytes:$size/avx2:1|memcpy/bytes:$size/ahead:0)\$" \
   --benchmark_repetitions="$reps" --benchmark_min_time=0.2 --benchmark_format=csv 2>/dev/null)"
 
 best() {  # best bytes_per_second among the per-repetition rows of benchmark $1
   awk -F, -v want="\"$1\"" '$1 == want && $6 != "" { if ($6 > m) m = $6 } END { printf "%.0f", m }' <<<"$out"
 }
 reduce_bw="$(best "reduce/sum/float/bytes:$size/avx2:1")"
-memcpy_bw="$(best "memcpy/bytes:$size")"
+memcpy_bw="$(best "memcpy/bytes:$size/ahead:0")"
 if [[ -z "$reduce_bw" || "$reduce_bw" == 0 || -z "$memcpy_bw" || "$memcpy_bw" == 0 ]]; then
   echo "could not parse benchmark output:" >&2
   echo "$out" >&2
