@@ -86,8 +86,11 @@ ATOLL_PARAM(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "2", "Maximum number of cha
 ATOLL_PARAM(ChunkBytes, "ATOLL_CHUNK_BYTES", Size, "131072",
             "Pipelining granularity of chain algorithms (broadcast, reduce) and the minimum per-channel share.")
 ATOLL_PARAM(RdMaxBytes, "ATOLL_RD_MAX_BYTES", Size, "262144",
-            "All-reduces up to this size use recursive doubling (log2 n hops) when the rank count is a power of "
-            "two; larger ones use the ring. 0 = always the ring.")
+            "On one island that spans hosts, all-reduces up to this size use recursive doubling (log2 n hops) when "
+            "the rank count is a power of two; the cost model decides above it. 0 = the model decides everywhere.")
+ATOLL_PARAM(HostRdMaxBytes, "ATOLL_HOST_RD_MAX_BYTES", Size, "32768",
+            "The same on one island inside one host (shared memory), where above it recursive doubling and one-shot "
+            "are not candidates: they fold the whole buffer at every step, as costly as the copy there.")
 ATOLL_PARAM(PlanCacheSize, "ATOLL_PLAN_CACHE_SIZE", Int, "64",
             "Collective plans kept per communicator for reuse by identical calls (0 = build every call).")
 ATOLL_PARAM(TimeoutMs, "ATOLL_TIMEOUT_MS", Int, "300000",

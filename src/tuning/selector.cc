@@ -22,11 +22,12 @@ using algo::Coll;
 enum class State : uint8_t { Candidate, NotApplicable, Excluded };
 
 const char* reasonText(int r) {
-  static constexpr const char* kReasons[] = {"cost model", "ATOLL_RD_MAX_BYTES", "tuner plugin",
-                                             "fallback: NCCL_ALGO leaves nothing applicable", "single rank"};
+  static constexpr const char* kReasons[] = {"cost model", "ATOLL_RD_MAX_BYTES", "ATOLL_HOST_RD_MAX_BYTES",
+                                             "tuner plugin", "fallback: NCCL_ALGO leaves nothing applicable",
+                                             "single rank"};
   return kReasons[r];
 }
-enum Reason { kModel, kRdRule, kPlugin, kFallback, kSingle };
+enum Reason { kModel, kRdRule, kHostRdRule, kPlugin, kFallback, kSingle };
 
 int sizeClass(size_t bytes) {
   int c = 0;
@@ -47,7 +48,8 @@ struct Selector::Evaluation {
   double est[algo::kNumAlgos];
   double model[algo::kNumAlgos];  // before the plugin re-priced
   State state[algo::kNumAlgos];
-  bool removed[algo::kNumAlgos] = {};  // the plugin priced it below zero
+  bool removed[algo::kNumAlgos] = {};     // the plugin priced it below zero
+  bool aboveRdMax[algo::kNumAlgos] = {};  // rd or direct above ATOLL_HOST_RD_MAX_BYTES
   bool priced = false;                 // the plugin changed a cost
   Choice choice;
   Reason reason = kModel;
@@ -156,14 +158,30 @@ Selector::Evaluation Selector::evaluate(Coll c, size_t bytes) const {
   }
 
   // ATOLL_RD_MAX_BYTES was measured on one host; across islands, hierarchical (which did not exist
-  // then) beats rd well below it, so there the model decides.
-  const int rd = static_cast<int>(Algo::RecursiveDoubling);
-  if (!ev.priced && c == Coll::AllReduce && in.nIslands == 1 && ev.state[rd] == State::Candidate &&
-      bytes <= static_cast<uint64_t>(params::getInt(params::Id::RdMaxBytes))) {
-    ev.choice.algo = Algo::RecursiveDoubling;
-    ev.choice.estUs = ev.est[rd];
-    ev.reason = kRdRule;
-    return ev;
+  // then) beats rd well below it, so there the model decides. On an island inside one host,
+  // ATOLL_HOST_RD_MAX_BYTES splits the all-reduce in two: rd up to it, and above it the algorithms
+  // that fold each byte once (ring, rhd, tree) as the model prices them. rd and direct fold the
+  // whole buffer at every step, which on shared memory costs as much as the copy and which the
+  // model's bandwidth terms do not see: at np=2 rd took 34-45 us at 256 KiB and direct 46-48, rhd
+  // 24-25, while the model priced the three within 7% of each other. Between hosts the wire
+  // hides the fold and rd's log2 n steps pay further up (atoll-sim, 128 ranks over one IB leaf:
+  // without rd, the pick at 64 KiB took 1.47x the best time).
+  const int rd = static_cast<int>(Algo::RecursiveDoubling), direct = static_cast<int>(Algo::Direct);
+  if (!ev.priced && c == Coll::AllReduce && in.nIslands == 1 && ev.state[rd] == State::Candidate) {
+    const bool oneHost = in.islandHosts <= 1;
+    if (bytes <= static_cast<uint64_t>(params::getInt(oneHost ? params::Id::HostRdMaxBytes : params::Id::RdMaxBytes))) {
+      ev.choice.algo = Algo::RecursiveDoubling;
+      ev.choice.estUs = ev.est[rd];
+      ev.reason = oneHost ? kHostRdRule : kRdRule;
+      return ev;
+    }
+    bool folding = false;  // an algorithm that folds each byte once is left to choose
+    for (int i = 0; i < algo::kNumAlgos; ++i) folding |= i != rd && i != direct && ev.state[i] == State::Candidate;
+    for (int i : {rd, direct}) {
+      if (!oneHost || !folding || ev.state[i] != State::Candidate) continue;  // NCCL_ALGO=rd still gets rd
+      ev.state[i] = State::Excluded;
+      ev.aboveRdMax[i] = true;
+    }
   }
   int best = -1;
   for (int i = 0; i < algo::kNumAlgos; ++i)
@@ -235,7 +253,9 @@ std::string Selector::table(Coll c, size_t bytes) const {
         note += line;
       }
       if (ev.state[i] == State::Excluded)
-        note += ev.removed[i] ? " removed by the tuner plugin" : " excluded by NCCL_ALGO";
+        note += ev.removed[i]      ? " removed by the tuner plugin"
+                : ev.aboveRdMax[i] ? " above ATOLL_HOST_RD_MAX_BYTES"
+                                   : " excluded by NCCL_ALGO";
     }
     if (chosen) {
       snprintf(line, sizeof(line), "  <- chosen (%s), %d channel(s), proto %s", reasonText(ev.reason),

@@ -1,8 +1,10 @@
 // Algorithm selection for one communicator: the cost model's estimate per algorithm, restricted by
 // NCCL_ALGO and by what applies to the shape, re-priced by an NCCL tuner plugin when one is loaded,
-// and the cheapest wins. On one island, ATOLL_RD_MAX_BYTES keeps recursive doubling for small
-// power-of-two all-reduces, as before the model existed (0 lets the model decide there too); with
-// several islands the model always decides. A plugin that re-prices ring or tree overrides that rule.
+// and the cheapest wins. On one island, ATOLL_RD_MAX_BYTES (ATOLL_HOST_RD_MAX_BYTES on an island
+// inside one host) keeps recursive doubling for small power-of-two all-reduces, as before the
+// model existed; inside one host it also leaves the model, above it, only the algorithms that
+// fold each byte once (not rd, not direct, unless NCCL_ALGO allows nothing else). With several
+// islands the model always decides. A plugin that re-prices ring or tree overrides these rules.
 #pragma once
 
 #include <cstddef>

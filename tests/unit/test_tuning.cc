@@ -243,6 +243,60 @@ TEST(Selector, OneIslandKeepsTodaysChoices) {
   EXPECT_EQ(two.choose(Coll::AllReduce, kSmall).algo, Algo::RecursiveDoubling);
 }
 
+// Above ATOLL_HOST_RD_MAX_BYTES on an island inside one host, rd and direct are out: they fold the
+// whole buffer at every step (at np=2 on shared memory rd took 1.4-1.6x rhd's time from 64 KiB to
+// 256 KiB), which the model's terms price within a few percent of the ring. At np=2 the defaults
+// price direct below both, so without the exclusion it would win there.
+TEST(Selector, AboveTheHostRdRuleOnlyAlgorithmsThatFoldEachByteOnce) {
+  ScopedEnv e("ATOLL_HOST_RD_MAX_BYTES", "32768");
+  ScopedEnv other("ATOLL_RD_MAX_BYTES", "0");  // the rule of islands that span hosts plays no part here
+  for (int size : {2, 4, 8}) {
+    Selector s = makeSelector(1, size);
+    EXPECT_EQ(s.choose(Coll::AllReduce, 32768).algo, Algo::RecursiveDoubling) << size;
+    for (size_t bytes : {size_t{32769}, size_t{65536}, size_t{256} << 10}) {
+      const Algo a = s.choose(Coll::AllReduce, bytes).algo;
+      EXPECT_TRUE(a == Algo::Ring || a == Algo::RecursiveHalvingDoubling || a == Algo::Tree)
+          << size << " ranks, " << bytes << " bytes:\n"
+          << s.table(Coll::AllReduce, bytes);
+    }
+  }
+  const std::string t = makeSelector(1, 2).table(Coll::AllReduce, 65536);
+  for (const char* name : {"\n  rd ", "\n  direct "}) {
+    const size_t line = t.find(name);
+    ASSERT_NE(line, std::string::npos) << t;
+    EXPECT_NE(t.substr(line, t.find('\n', line + 1) - line).find("above ATOLL_HOST_RD_MAX_BYTES"), std::string::npos)
+        << t;
+  }
+  EXPECT_NE(makeSelector(1, 2).table(Coll::AllReduce, 4096).find("chosen (ATOLL_HOST_RD_MAX_BYTES)"),
+            std::string::npos);
+  {
+    // NCCL_ALGO's word stands: with rd (or direct) alone allowed, that is what runs.
+    ScopedEnv only("NCCL_ALGO", "allreduce:rd");
+    EXPECT_EQ(makeSelector(1, 2).choose(Coll::AllReduce, 65536).algo, Algo::RecursiveDoubling);
+  }
+  {
+    ScopedEnv only("NCCL_ALGO", "allreduce:direct");
+    EXPECT_EQ(makeSelector(1, 2).choose(Coll::AllReduce, 65536).algo, Algo::Direct);
+  }
+}
+
+// An island that spans hosts keeps ATOLL_RD_MAX_BYTES, and above it the model decides with rd
+// among the candidates: between hosts the wire hides the fold, and rd's log2 n steps pay further up.
+TEST(Selector, IslandsAcrossHostsKeepTheRdRuleAndRd) {
+  ScopedEnv e("ATOLL_RD_MAX_BYTES", "262144");
+  ScopedEnv host("ATOLL_HOST_RD_MAX_BYTES", "0");
+  FabricParams f = thinInterIsland();
+  f.islandHosts = 16;
+  f.hostRanks = 8;
+  Result<Selector> s = Selector::create(128, nullptr, f, 1);
+  ASSERT_TRUE(s.ok());
+  Choice c = s->choose(Coll::AllReduce, 262144);
+  EXPECT_EQ(c.algo, Algo::RecursiveDoubling);
+  EXPECT_NE(s->table(Coll::AllReduce, 262144).find("chosen (ATOLL_RD_MAX_BYTES)"), std::string::npos);
+  EXPECT_EQ(s->table(Coll::AllReduce, 1 << 20).find("above ATOLL_HOST_RD_MAX_BYTES"), std::string::npos)
+      << s->table(Coll::AllReduce, 1 << 20);
+}
+
 TEST(Selector, RdOnlyForPowersOfTwo) {
   Selector s = makeSelector(2, 3);
   Choice c = s.choose(Coll::AllReduce, kSmall);
