@@ -88,7 +88,7 @@ ATOLL_PARAM(ChunkBytes, "ATOLL_CHUNK_BYTES", Size, "131072",
 ATOLL_PARAM(RdMaxBytes, "ATOLL_RD_MAX_BYTES", Size, "262144",
             "On one island that spans hosts, all-reduces up to this size use recursive doubling (log2 n hops) when "
             "the rank count is a power of two; the cost model decides above it. 0 = the model decides everywhere.")
-ATOLL_PARAM(HostRdMaxBytes, "ATOLL_HOST_RD_MAX_BYTES", Size, "32768",
+ATOLL_PARAM(HostRdMaxBytes, "ATOLL_HOST_RD_MAX_BYTES", Size, "16384",
             "The same on one island inside one host (shared memory), where above it recursive doubling and one-shot "
             "are not candidates: they fold the whole buffer at every step, as costly as the copy there.")
 ATOLL_PARAM(PlanCacheSize, "ATOLL_PLAN_CACHE_SIZE", Int, "64",
