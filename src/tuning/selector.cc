@@ -19,7 +19,8 @@ namespace {
 using algo::Algo;
 using algo::Coll;
 
-enum class State : uint8_t { Candidate, NotApplicable, Excluded };
+// Why an algorithm is not a candidate, as the tuning table says it.
+enum class State : uint8_t { Candidate, NotApplicable, ExcludedByEnv, RemovedByPlugin, AboveHostRdMax };
 
 const char* reasonText(int r) {
   static constexpr const char* kReasons[] = {"cost model", "ATOLL_RD_MAX_BYTES", "ATOLL_HOST_RD_MAX_BYTES",
@@ -48,8 +49,6 @@ struct Selector::Evaluation {
   double est[algo::kNumAlgos];
   double model[algo::kNumAlgos];  // before the plugin re-priced
   State state[algo::kNumAlgos];
-  bool removed[algo::kNumAlgos] = {};     // the plugin priced it below zero
-  bool aboveRdMax[algo::kNumAlgos] = {};  // rd or direct above ATOLL_HOST_RD_MAX_BYTES
   bool priced = false;                 // the plugin changed a cost
   Choice choice;
   Reason reason = kModel;
@@ -128,7 +127,7 @@ Selector::Evaluation Selector::evaluate(Coll c, size_t bytes) const {
     const auto a = static_cast<Algo>(i);
     ev.est[i] = ev.model[i] = estimateUs(a, in);
     ev.state[i] = !applicable(a, in)      ? State::NotApplicable
-                  : !filter_.allows(c, a) ? State::Excluded
+                  : !filter_.allows(c, a) ? State::ExcludedByEnv
                                           : State::Candidate;
   }
   const size_t perChannel = (bytes + kMinBytesPerChannel - 1) / kMinBytesPerChannel;
@@ -146,10 +145,7 @@ Selector::Evaluation Selector::evaluate(Coll c, size_t bytes) const {
       ev.priced = v.changed;
       if (v.changed) {
         for (auto [i, us] : {std::pair{ring, v.ringUs}, std::pair{tree, v.treeUs}}) {
-          if (us < 0 && ev.state[i] == State::Candidate) {
-            ev.state[i] = State::Excluded;
-            ev.removed[i] = true;
-          }
+          if (us < 0 && ev.state[i] == State::Candidate) ev.state[i] = State::RemovedByPlugin;
           if (us >= 0) ev.est[i] = us;
         }
       }
@@ -175,12 +171,11 @@ Selector::Evaluation Selector::evaluate(Coll c, size_t bytes) const {
       ev.reason = oneHost ? kHostRdRule : kRdRule;
       return ev;
     }
-    bool folding = false;  // an algorithm that folds each byte once is left to choose
-    for (int i = 0; i < algo::kNumAlgos; ++i) folding |= i != rd && i != direct && ev.state[i] == State::Candidate;
-    for (int i : {rd, direct}) {
-      if (!oneHost || !folding || ev.state[i] != State::Candidate) continue;  // NCCL_ALGO=rd still gets rd
-      ev.state[i] = State::Excluded;
-      ev.aboveRdMax[i] = true;
+    if (oneHost) {
+      bool folding = false;  // an algorithm that folds each byte once is left to choose
+      for (int i = 0; i < algo::kNumAlgos; ++i) folding |= i != rd && i != direct && ev.state[i] == State::Candidate;
+      for (int i : {rd, direct})  // without `folding`, NCCL_ALGO=rd still gets rd
+        if (folding && ev.state[i] == State::Candidate) ev.state[i] = State::AboveHostRdMax;
     }
   }
   int best = -1;
@@ -252,10 +247,9 @@ std::string Selector::table(Coll c, size_t bytes) const {
         snprintf(line, sizeof(line), " (plugin; model %.2f)", ev.model[i]);
         note += line;
       }
-      if (ev.state[i] == State::Excluded)
-        note += ev.removed[i]      ? " removed by the tuner plugin"
-                : ev.aboveRdMax[i] ? " above ATOLL_HOST_RD_MAX_BYTES"
-                                   : " excluded by NCCL_ALGO";
+      if (ev.state[i] == State::ExcludedByEnv) note += " excluded by NCCL_ALGO";
+      if (ev.state[i] == State::RemovedByPlugin) note += " removed by the tuner plugin";
+      if (ev.state[i] == State::AboveHostRdMax) note += " above ATOLL_HOST_RD_MAX_BYTES";
     }
     if (chosen) {
       snprintf(line, sizeof(line), "  <- chosen (%s), %d channel(s), proto %s", reasonText(ev.reason),
