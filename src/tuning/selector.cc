@@ -159,7 +159,7 @@ Selector::Evaluation Selector::evaluate(Coll c, size_t bytes) const {
   // that fold each byte once (ring, rhd, tree) as the model prices them. rd and direct fold the
   // whole buffer at every step, which on shared memory costs as much as the copy and which the
   // model's bandwidth terms do not see: at np=2 rd took 34-45 us at 256 KiB and direct 46-48, rhd
-  // 24-25, while the model priced the three within 7% of each other. Between hosts the wire
+  // 24-25, while the model priced the three within 8% of each other. Between hosts the wire
   // hides the fold and rd's log2 n steps pay further up (atoll-sim, 128 ranks over one IB leaf:
   // without rd, the pick at 64 KiB took 1.47x the best time).
   const int rd = static_cast<int>(Algo::RecursiveDoubling), direct = static_cast<int>(Algo::Direct);
