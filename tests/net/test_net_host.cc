@@ -6,14 +6,18 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <climits>
 #include <cstring>
+#include <thread>
 #include <string>
 #include <vector>
 
 #include "tests/common/saved_env.h"
 #include "transports/net/net_abi.h"
+#include "transports/net/net_link.h"
 #include "transports/net/net_plugin.h"
+#include "transports/net/net_proxy.h"
 
 namespace {
 
@@ -154,6 +158,42 @@ TEST(NetPluginHost, LoopbackTransferThroughEveryVersion) {
     EXPECT_TRUE(net.closeRecv(recvComm).ok());
     EXPECT_TRUE(net.closeListen(listenComm).ok());
   }
+}
+
+// A net whose close cannot stop a receive it has begun (UCX's matched rendezvous) fails the close;
+// the link must then keep its ring, which the transfer goes on writing. The ring is large enough to
+// be its own mapping, so writing into it once freed faults in any build (ASan reports it anyway).
+TEST(NetPluginHost, LinkKeepsItsRingWhenTheCloseLeavesAReceiveBehind) {
+  atl::test::SavedEnv env;
+  env.save({"ATOLL_TESTNET_STRAND_RECVS"});
+  setenv("ATOLL_TESTNET_STRAND_RECVS", "1", 1);
+  LoadResult r = atl::net::loadPlugins(ATOLL_TESTNET_V11);
+  ASSERT_EQ(r.nets.size(), 1u);
+  PluginNet& net = *r.nets[0];
+  atl::net::Proxy proxy;
+  char handle[atl::net::abi::kHandleMaxSize] = {};
+  void* listenComm = nullptr;
+  ASSERT_TRUE(net.listen(0, handle, &listenComm).ok());
+  void* sendComm = nullptr;
+  void* recvComm = nullptr;
+  retry([&] {
+    if (sendComm == nullptr) {
+      EXPECT_TRUE(net.connect(0, handle, &sendComm).ok());
+    }
+    if (recvComm == nullptr) {
+      EXPECT_TRUE(net.accept(listenComm, &recvComm).ok());
+    }
+    return sendComm != nullptr && recvComm != nullptr;
+  });
+  ASSERT_TRUE(net.closeListen(listenComm).ok());
+  {
+    auto link = atl::net::NetLink::create({&net, &proxy, sendComm, recvComm, 0, "the test"}, 0, 1, 0, size_t{64} << 20);
+    ASSERT_TRUE(link.ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the proxy posts the receives
+  }  // closeRecv fails with them posted
+  // The next listen writes into every stranded receive buffer, as the late fragments would.
+  ASSERT_TRUE(net.listen(0, handle, &listenComm).ok());
+  EXPECT_TRUE(net.closeListen(listenComm).ok());
 }
 
 TEST(NetPluginHost, V11ContextIsFinalisedWithTheNet) {

@@ -6,7 +6,10 @@
 //   - connect and accept return success with a null comm for their first two calls;
 //   - every other isend/irecv returns a null request ("try again");
 //   - test leaves a send's sizes unset;
-//   - ATOLL_TESTNET_FAIL_INIT=1 makes init fail, ATOLL_TESTNET_NDEVS=N sets the device count.
+//   - ATOLL_TESTNET_FAIL_INIT=1 makes init fail, ATOLL_TESTNET_NDEVS=N sets the device count;
+//   - ATOLL_TESTNET_STRAND_RECVS=1 plays a transport that cannot stop a receive it has begun (UCX's
+//     matched rendezvous): closeRecv with receives posted fails, and the next listen writes into
+//     their buffers.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +19,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "transports/net/net_abi.h"
@@ -78,6 +82,7 @@ std::mutex gMutex;
 std::map<int, Listen*> gListens;
 int gNextListen = 1;
 int gCalls = 0;  // isend/irecv calls, for the null-request pattern
+std::vector<std::pair<void*, size_t>> gStranded;  // receive buffers a failed closeRecv left behind
 
 int ndevs() {
   const char* v = std::getenv("ATOLL_TESTNET_NDEVS");
@@ -133,6 +138,8 @@ ncclResult_t properties(int dev, P* p) {
 ncclResult_t listenImpl(int dev, void* handle, void** listenComm) {
   if (dev < 0 || dev >= ndevs()) return ncclInvalidArgument;
   std::lock_guard<std::mutex> lock(gMutex);
+  for (auto [data, size] : gStranded) std::memset(data, 's', size);  // the late fragments land
+  gStranded.clear();
   auto* l = new Listen{gNextListen++, {}, 0};
   gListens[l->id] = l;
   Handle h{kMagic, l->id, 0};
@@ -259,10 +266,20 @@ ncclResult_t closeSend(void* c) {
   delete static_cast<Send*>(c);
   return ncclSuccess;
 }
+bool strandsRecvs() {
+  const char* v = std::getenv("ATOLL_TESTNET_STRAND_RECVS");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
 ncclResult_t closeRecv(void* c) {
   std::lock_guard<std::mutex> lock(gMutex);
-  delete static_cast<Recv*>(c);
-  return ncclSuccess;
+  auto* recv = static_cast<Recv*>(c);
+  const bool strand = strandsRecvs() && !recv->pending.empty();
+  if (strand)
+    for (Request* r : recv->pending)
+      for (int i = 0; i < r->n; ++i) gStranded.emplace_back(r->data[i], r->sizes[i]);
+  delete recv;
+  return strand ? ncclRemoteError : ncclSuccess;
 }
 ncclResult_t closeListen(void* c) {
   std::lock_guard<std::mutex> lock(gMutex);

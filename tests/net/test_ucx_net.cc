@@ -2,12 +2,15 @@
 // UCX's tcp: closing a send comm must not wait on a peer that progresses nothing. A flush-mode
 // endpoint close needs the peer's worker to answer; a rank idle in the bootstrap (or busy
 // elsewhere) never does, and a close that waited for it held the process's UCX lock until that
-// rank's bootstrap timed out, failing every comm of both.
+// rank's bootstrap timed out, failing every comm of both. And closing a receive comm in the middle
+// of a rendezvous must leave its buffer alone: UCX cannot cancel a receive it has matched, and the
+// fragments still on their way were once written into a ring the link had freed.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -123,6 +126,87 @@ TEST_P(UcxNet, CloseSendDoesNotWaitForAnIdlePeer) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "8: closeSend took over " << kCloseBoundMs << " ms with the peer idle; 10: "
                                      << "the last close took over " << kLastCloseBoundMs << " ms";
   EXPECT_TRUE(net.closeRecv(recv).ok());
+  EXPECT_TRUE(net.closeListen(listen).ok());
+}
+
+constexpr size_t kLargeMessage = size_t{256} << 20;  // long enough on loopback to close within
+
+/// Child side of the rendezvous test: dial, send one large message of 'x', and test it to the end
+/// (the parent closes its receive in the middle; the data still flows while either side
+/// progresses), then close.
+[[noreturn]] void dialSendLarge(int handleFd) {
+  atl::net::LoadResult loaded = loadUcx();
+  if (loaded.nets.size() != 1) _exit(2);
+  PluginNet& net = *loaded.nets[0];
+  char handle[abi::kHandleMaxSize];
+  if (read(handleFd, handle, sizeof handle) != static_cast<ssize_t>(sizeof handle)) _exit(2);
+  void* send = nullptr;
+  const auto t0 = Clock::now();
+  while (send == nullptr) {
+    if (!net.connect(0, handle, &send).ok()) _exit(3);
+    if (msSince(t0) > 20000) _exit(4);
+  }
+  std::vector<char> out(kLargeMessage, 'x');
+  void* req = nullptr;
+  while (req == nullptr)
+    if (!net.isend(send, out.data(), out.size(), 1, nullptr, &req).ok()) _exit(5);
+  int done = 0;
+  while (!done) {
+    if (!net.test(req, 1, &done, nullptr).ok()) break;  // the parent's close may end it
+    if (msSince(t0) > 30000) _exit(6);
+  }
+  (void)net.closeSend(send);
+  _exit(0);
+}
+
+TEST(UcxNetRendezvous, CloseRecvInTheMiddleLeavesTheBufferAlone) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) dialSendLarge(fds[0]);
+  close(fds[0]);
+  atl::net::LoadResult loaded = loadUcx();
+  ASSERT_EQ(loaded.nets.size(), 1u) << (loaded.tried.empty() ? "" : loaded.tried.back());
+  PluginNet& net = *loaded.nets[0];
+  char handle[abi::kHandleMaxSize] = {};
+  void* listen = nullptr;
+  ASSERT_TRUE(net.listen(0, handle, &listen).ok());
+  ASSERT_EQ(write(fds[1], handle, sizeof handle), static_cast<ssize_t>(sizeof handle));
+  close(fds[1]);
+  void* recv = nullptr;
+  const auto t0 = Clock::now();
+  while (recv == nullptr && msSince(t0) < 20000) ASSERT_TRUE(net.accept(listen, &recv).ok());
+  ASSERT_NE(recv, nullptr);
+  std::vector<char> in(kLargeMessage, 0);
+  void* data[1] = {in.data()};
+  const size_t size[1] = {in.size()};
+  const int tag[1] = {1};
+  void* mh[1] = {};
+  void* req = nullptr;
+  while (req == nullptr) ASSERT_TRUE(net.irecv(recv, 1, data, size, tag, mh, &req).ok());
+  // Progress until the first fragment is in, then close with the rest still on its way.
+  int done = 0;
+  while (!done && in[0] == 0 && msSince(t0) < 20000) ASSERT_TRUE(net.test(req, 1, &done, nullptr).ok());
+  ASSERT_EQ(in[0], 'x') << "no fragment arrived";
+  if (done || in.back() != 0) GTEST_SKIP() << "the whole message arrived before the close could be tried";
+  ASSERT_TRUE(net.closeRecv(recv).ok());
+  // The link frees its ring here; a zeroed buffer stands for memory in other use. Progress the
+  // worker (accept does) while the sender goes on: nothing may land in the buffer any more.
+  std::memset(in.data(), 0, in.size());
+  void* none = nullptr;
+  for (const auto p0 = Clock::now(); msSince(p0) < 1500;) ASSERT_TRUE(net.accept(listen, &none).ok());
+  const size_t written = static_cast<size_t>(std::count_if(in.begin(), in.end(), [](char c) { return c != 0; }));
+  EXPECT_EQ(written, 0u) << "bytes written into a closed receive's buffer";
+  int status = 0;
+  pid_t waited = 0;
+  for (const auto w0 = Clock::now(); waited == 0 && msSince(w0) < 15000; usleep(10 * 1000))
+    waited = waitpid(child, &status, WNOHANG);
+  if (waited == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the sender failed: " << status;
   EXPECT_TRUE(net.closeListen(listen).ok());
 }
 

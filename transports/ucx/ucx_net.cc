@@ -527,18 +527,24 @@ ncclResult_t test(void* request, int* done, int* sizes) {
   return ncclSuccess;
 }
 
-/// Returns at once unless sends are still in flight with peer-failure mode off; the endpoint's
-/// flush goes on in the background (see Closing).
-void closeComm(Comm* c) {
+/// Returns at once unless a receive is in the middle of a rendezvous, or sends are still in flight
+/// with peer-failure mode off; the endpoint's flush goes on in the background (see Closing). Fails
+/// when a transfer still touches its buffer at the deadline: the caller must then keep the buffer.
+ncclResult_t closeComm(Comm* c) {
   const auto until = Clock::now() + kCloseTimeout;
   std::unique_lock<std::mutex> lock(gLock);
-  std::vector<void*> sends;
+  std::vector<void*> sends, recvs;
   for (Request& r : c->requests) {
     if (!r.used || r.ucx == nullptr) continue;
     // Receives nobody waits for any more are cancelled, so UCX never writes into freed buffers.
     if (!r.send && !r.done) ucp_request_cancel(gUcx->worker, r.ucx);
-    if (r.send && inProgress(r.ucx)) sends.push_back(r.ucx);
+    if (inProgress(r.ucx)) (r.send ? sends : recvs).push_back(r.ucx);
   }
+  // A receive UCX has matched ignores the cancel: its rendezvous goes on, and the fragments still
+  // coming land in the buffer whenever anyone progresses the worker, after the caller freed it. So
+  // the close waits until the sender finishes or its endpoint fails.
+  const bool recvsLeft = !waitRequests(lock, recvs, until);
+  bool sendsLeft = false;
   void* closing = nullptr;
   if (c->ep != nullptr) {
     // Sends in flight at close were abandoned by the engine (an abort): a forced close cancels them
@@ -546,7 +552,7 @@ void closeComm(Comm* c) {
     // get until the deadline.
     const bool peerFailure = params::getBool(params::Id::UcxPeerFailure);
     const bool force = peerFailure && (c->epError.load() != UCS_OK || !sends.empty());
-    if (!peerFailure) (void)waitRequests(lock, sends, until);
+    if (!peerFailure) sendsLeft = !waitRequests(lock, sends, until);
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;  // else flush: deliver what was sent
@@ -564,16 +570,15 @@ void closeComm(Comm* c) {
   } else {
     release();
   }
+  if (!recvsLeft && !sendsLeft) return ncclSuccess;
+  return ATOLL_ERROR(ncclRemoteError, "net UCX: closed with a transfer still in flight after %lld s; its buffer may still be %s",
+                     static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(kCloseTimeout).count()),
+                     recvsLeft ? "written" : "read")
+      .code();
 }
 
-ncclResult_t closeSend(void* sendComm) {
-  closeComm(static_cast<Comm*>(sendComm));
-  return ncclSuccess;
-}
-ncclResult_t closeRecv(void* recvComm) {
-  closeComm(static_cast<Comm*>(recvComm));
-  return ncclSuccess;
-}
+ncclResult_t closeSend(void* sendComm) { return closeComm(static_cast<Comm*>(sendComm)); }
+ncclResult_t closeRecv(void* recvComm) { return closeComm(static_cast<Comm*>(recvComm)); }
 ncclResult_t closeListen(void* listenComm) {
   std::lock_guard<std::mutex> lock(gLock);
   delete static_cast<ListenComm*>(listenComm);
