@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "transports/net/net_abi.h"
@@ -39,79 +40,63 @@ atl::net::LoadResult loadUcx() {
   return atl::net::loadPlugins(ATOLL_UCX_PLUGIN_PATH);
 }
 
-/// Child side (forked before anything touched UCX, whose worker a fork does not carry): with a
-/// listener open, as a rank's comm has, dial, optionally send one message, then close the send comm
-/// (at once) and the listener (the last hold on the worker: within the close timeout, the flush
-/// given up). The exit code says what went wrong.
-[[noreturn]] void dialSendClose(int handleFd, bool sendFirst) {
-  atl::net::LoadResult loaded = loadUcx();
-  if (loaded.nets.size() != 1) _exit(2);
-  PluginNet& net = *loaded.nets[0];
+/// Child side, first steps (forked before anything touched UCX, whose worker a fork does not
+/// carry): the net, the parent's handle from `handleFd`, optionally a listener of our own (as a
+/// rank's comm has), and a send comm dialled to the parent. Exits 2-4 when one fails.
+struct Dialled {
+  atl::net::LoadResult loaded;
+  PluginNet* net = nullptr;
+  void* listen = nullptr;
+  void* send = nullptr;
+};
+void dialParent(int handleFd, bool listenToo, Dialled* d) {
+  d->loaded = loadUcx();
+  if (d->loaded.nets.size() != 1) _exit(2);
+  d->net = d->loaded.nets[0].get();
   char handle[abi::kHandleMaxSize];
   if (read(handleFd, handle, sizeof handle) != static_cast<ssize_t>(sizeof handle)) _exit(2);
   char own[abi::kHandleMaxSize];
-  void* listen = nullptr;
-  if (!net.listen(0, own, &listen).ok()) _exit(2);
-  void* send = nullptr;
+  if (listenToo && !d->net->listen(0, own, &d->listen).ok()) _exit(2);
   const auto t0 = Clock::now();
-  while (send == nullptr) {
-    if (!net.connect(0, handle, &send).ok()) _exit(3);
+  while (d->send == nullptr) {
+    if (!d->net->connect(0, handle, &d->send).ok()) _exit(3);
     if (msSince(t0) > 20000) _exit(4);
   }
-  if (sendFirst) {
-    std::vector<char> out(4096, 'x');
-    void* req = nullptr;
-    while (req == nullptr)
-      if (!net.isend(send, out.data(), out.size(), 1, nullptr, &req).ok()) _exit(5);
-    int done = 0;
-    while (!done)
-      if (!net.test(req, 1, &done, nullptr).ok() || msSince(t0) > 20000) _exit(6);
-  }
-  // The parent now progresses nothing for kPeerIdleMs.
-  const auto c0 = Clock::now();
-  if (!net.closeSend(send).ok()) _exit(7);
-  if (msSince(c0) >= kCloseBoundMs) _exit(8);
-  const auto l0 = Clock::now();
-  if (!net.closeListen(listen).ok()) _exit(9);
-  _exit(msSince(l0) < kLastCloseBoundMs ? 0 : 10);
 }
 
-class UcxNet : public ::testing::TestWithParam<bool> {};
-
-TEST_P(UcxNet, CloseSendDoesNotWaitForAnIdlePeer) {
-  const bool sendFirst = GetParam();
+/// Parent side: forks `child` (which gets the read end of a pipe carrying our handle), then listens
+/// and accepts its connection.
+struct Accepted {
+  pid_t child = -1;
+  atl::net::LoadResult loaded;
+  PluginNet* net = nullptr;
+  void* listen = nullptr;
+  void* recv = nullptr;
+};
+void forkAndAccept(const std::function<void(int)>& child, Accepted* a) {
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) dialSendClose(fds[0], sendFirst);
+  a->child = fork();
+  ASSERT_GE(a->child, 0);
+  if (a->child == 0) {
+    child(fds[0]);
+    _exit(99);
+  }
   close(fds[0]);
-  atl::net::LoadResult loaded = loadUcx();
-  ASSERT_EQ(loaded.nets.size(), 1u) << (loaded.tried.empty() ? "" : loaded.tried.back());
-  PluginNet& net = *loaded.nets[0];
+  a->loaded = loadUcx();
+  ASSERT_EQ(a->loaded.nets.size(), 1u) << (a->loaded.tried.empty() ? "" : a->loaded.tried.back());
+  a->net = a->loaded.nets[0].get();
   char handle[abi::kHandleMaxSize] = {};
-  void* listen = nullptr;
-  ASSERT_TRUE(net.listen(0, handle, &listen).ok());
+  ASSERT_TRUE(a->net->listen(0, handle, &a->listen).ok());
   ASSERT_EQ(write(fds[1], handle, sizeof handle), static_cast<ssize_t>(sizeof handle));
   close(fds[1]);
-  void* recv = nullptr;
   const auto t0 = Clock::now();
-  while (recv == nullptr && msSince(t0) < 20000) ASSERT_TRUE(net.accept(listen, &recv).ok());
-  ASSERT_NE(recv, nullptr);
-  if (sendFirst) {
-    std::vector<char> in(4096);
-    void* data[1] = {in.data()};
-    const size_t size[1] = {in.size()};
-    const int tag[1] = {1};
-    void* mh[1] = {};
-    void* req = nullptr;
-    while (req == nullptr) ASSERT_TRUE(net.irecv(recv, 1, data, size, tag, mh, &req).ok());
-    int done = 0;
-    while (!done && msSince(t0) < 20000) ASSERT_TRUE(net.test(req, 1, &done, nullptr).ok());
-    ASSERT_TRUE(done);
-    EXPECT_EQ(in, std::vector<char>(4096, 'x'));
-  }
-  usleep(kPeerIdleMs * 1000);  // idle: no call into the net, so no progress of our worker
+  while (a->recv == nullptr && msSince(t0) < 20000) ASSERT_TRUE(a->net->accept(a->listen, &a->recv).ok());
+  ASSERT_NE(a->recv, nullptr);
+}
+
+/// The child's exit code, waiting up to 15 s (then killed: -1).
+int reap(pid_t child) {
   int status = 0;
   pid_t waited = 0;
   for (const auto w0 = Clock::now(); waited == 0 && msSince(w0) < 15000; usleep(10 * 1000))
@@ -119,14 +104,72 @@ TEST_P(UcxNet, CloseSendDoesNotWaitForAnIdlePeer) {
   if (waited == 0) {
     kill(child, SIGKILL);
     waitpid(child, &status, 0);
-    FAIL() << "the child's close never returned";
+    return -1;
   }
-  ASSERT_EQ(waited, child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "8: closeSend took over " << kCloseBoundMs << " ms with the peer idle; 10: "
-                                     << "the last close took over " << kLastCloseBoundMs << " ms";
-  EXPECT_TRUE(net.closeRecv(recv).ok());
-  EXPECT_TRUE(net.closeListen(listen).ok());
+  return waited == child && WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+}
+
+/// Child side: dial, optionally send one message, then close the send comm (at once) and the
+/// listener (the last hold on the worker: within the close timeout, the flush given up). The exit
+/// code says what went wrong.
+[[noreturn]] void dialSendClose(int handleFd, bool sendFirst) {
+  Dialled d;
+  dialParent(handleFd, true, &d);
+  PluginNet& net = *d.net;
+  const auto t0 = Clock::now();
+  if (sendFirst) {
+    std::vector<char> out(4096, 'x');
+    void* req = nullptr;
+    while (req == nullptr)
+      if (!net.isend(d.send, out.data(), out.size(), 1, nullptr, &req).ok()) _exit(5);
+    int done = 0;
+    while (!done)
+      if (!net.test(req, 1, &done, nullptr).ok() || msSince(t0) > 20000) _exit(6);
+  }
+  // The parent now progresses nothing for kPeerIdleMs.
+  const auto c0 = Clock::now();
+  if (!net.closeSend(d.send).ok()) _exit(7);
+  if (msSince(c0) >= kCloseBoundMs) _exit(8);
+  const auto l0 = Clock::now();
+  if (!net.closeListen(d.listen).ok()) _exit(9);
+  _exit(msSince(l0) < kLastCloseBoundMs ? 0 : 10);
+}
+
+/// One receive of `in`, posted.
+void* postRecv(PluginNet& net, void* recv, std::vector<char>& in) {
+  void* data[1] = {in.data()};
+  const size_t size[1] = {in.size()};
+  const int tag[1] = {1};
+  void* mh[1] = {};
+  void* req = nullptr;
+  while (req == nullptr)
+    if (!net.irecv(recv, 1, data, size, tag, mh, &req).ok()) return nullptr;
+  return req;
+}
+
+class UcxNet : public ::testing::TestWithParam<bool> {};
+
+TEST_P(UcxNet, CloseSendDoesNotWaitForAnIdlePeer) {
+  const bool sendFirst = GetParam();
+  Accepted a;
+  ASSERT_NO_FATAL_FAILURE(forkAndAccept([&](int fd) { dialSendClose(fd, sendFirst); }, &a));
+  PluginNet& net = *a.net;
+  if (sendFirst) {
+    std::vector<char> in(4096);
+    void* req = postRecv(net, a.recv, in);
+    ASSERT_NE(req, nullptr);
+    int done = 0;
+    for (const auto t0 = Clock::now(); !done && msSince(t0) < 20000;) ASSERT_TRUE(net.test(req, 1, &done, nullptr).ok());
+    ASSERT_TRUE(done);
+    EXPECT_EQ(in, std::vector<char>(4096, 'x'));
+  }
+  usleep(kPeerIdleMs * 1000);  // idle: no call into the net, so no progress of our worker
+  const int code = reap(a.child);
+  ASSERT_NE(code, -1) << "the child's close never returned";
+  EXPECT_EQ(code, 0) << "8: closeSend took over " << kCloseBoundMs << " ms with the peer idle; 10: "
+                     << "the last close took over " << kLastCloseBoundMs << " ms";
+  EXPECT_TRUE(net.closeRecv(a.recv).ok());
+  EXPECT_TRUE(net.closeListen(a.listen).ok());
 }
 
 constexpr size_t kLargeMessage = size_t{256} << 20;  // long enough on loopback to close within
@@ -135,79 +178,45 @@ constexpr size_t kLargeMessage = size_t{256} << 20;  // long enough on loopback 
 /// (the parent closes its receive in the middle; the data still flows while either side
 /// progresses), then close.
 [[noreturn]] void dialSendLarge(int handleFd) {
-  atl::net::LoadResult loaded = loadUcx();
-  if (loaded.nets.size() != 1) _exit(2);
-  PluginNet& net = *loaded.nets[0];
-  char handle[abi::kHandleMaxSize];
-  if (read(handleFd, handle, sizeof handle) != static_cast<ssize_t>(sizeof handle)) _exit(2);
-  void* send = nullptr;
-  const auto t0 = Clock::now();
-  while (send == nullptr) {
-    if (!net.connect(0, handle, &send).ok()) _exit(3);
-    if (msSince(t0) > 20000) _exit(4);
-  }
+  Dialled d;
+  dialParent(handleFd, false, &d);
+  PluginNet& net = *d.net;
   std::vector<char> out(kLargeMessage, 'x');
   void* req = nullptr;
   while (req == nullptr)
-    if (!net.isend(send, out.data(), out.size(), 1, nullptr, &req).ok()) _exit(5);
+    if (!net.isend(d.send, out.data(), out.size(), 1, nullptr, &req).ok()) _exit(5);
   int done = 0;
-  while (!done) {
+  for (const auto t0 = Clock::now(); !done;) {
     if (!net.test(req, 1, &done, nullptr).ok()) break;  // the parent's close may end it
     if (msSince(t0) > 30000) _exit(6);
   }
-  (void)net.closeSend(send);
+  (void)net.closeSend(d.send);
   _exit(0);
 }
 
 TEST(UcxNetRendezvous, CloseRecvInTheMiddleLeavesTheBufferAlone) {
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) dialSendLarge(fds[0]);
-  close(fds[0]);
-  atl::net::LoadResult loaded = loadUcx();
-  ASSERT_EQ(loaded.nets.size(), 1u) << (loaded.tried.empty() ? "" : loaded.tried.back());
-  PluginNet& net = *loaded.nets[0];
-  char handle[abi::kHandleMaxSize] = {};
-  void* listen = nullptr;
-  ASSERT_TRUE(net.listen(0, handle, &listen).ok());
-  ASSERT_EQ(write(fds[1], handle, sizeof handle), static_cast<ssize_t>(sizeof handle));
-  close(fds[1]);
-  void* recv = nullptr;
-  const auto t0 = Clock::now();
-  while (recv == nullptr && msSince(t0) < 20000) ASSERT_TRUE(net.accept(listen, &recv).ok());
-  ASSERT_NE(recv, nullptr);
+  Accepted a;
+  ASSERT_NO_FATAL_FAILURE(forkAndAccept(dialSendLarge, &a));
+  PluginNet& net = *a.net;
   std::vector<char> in(kLargeMessage, 0);
-  void* data[1] = {in.data()};
-  const size_t size[1] = {in.size()};
-  const int tag[1] = {1};
-  void* mh[1] = {};
-  void* req = nullptr;
-  while (req == nullptr) ASSERT_TRUE(net.irecv(recv, 1, data, size, tag, mh, &req).ok());
+  void* req = postRecv(net, a.recv, in);
+  ASSERT_NE(req, nullptr);
   // Progress until the first fragment is in, then close with the rest still on its way.
   int done = 0;
-  while (!done && in[0] == 0 && msSince(t0) < 20000) ASSERT_TRUE(net.test(req, 1, &done, nullptr).ok());
+  for (const auto t0 = Clock::now(); !done && in[0] == 0 && msSince(t0) < 20000;)
+    ASSERT_TRUE(net.test(req, 1, &done, nullptr).ok());
   ASSERT_EQ(in[0], 'x') << "no fragment arrived";
   if (done || in.back() != 0) GTEST_SKIP() << "the whole message arrived before the close could be tried";
-  ASSERT_TRUE(net.closeRecv(recv).ok());
+  ASSERT_TRUE(net.closeRecv(a.recv).ok());
   // The link frees its ring here; a zeroed buffer stands for memory in other use. Progress the
   // worker (accept does) while the sender goes on: nothing may land in the buffer any more.
   std::memset(in.data(), 0, in.size());
   void* none = nullptr;
-  for (const auto p0 = Clock::now(); msSince(p0) < 1500;) ASSERT_TRUE(net.accept(listen, &none).ok());
+  for (const auto p0 = Clock::now(); msSince(p0) < 1500;) ASSERT_TRUE(net.accept(a.listen, &none).ok());
   const size_t written = static_cast<size_t>(std::count_if(in.begin(), in.end(), [](char c) { return c != 0; }));
   EXPECT_EQ(written, 0u) << "bytes written into a closed receive's buffer";
-  int status = 0;
-  pid_t waited = 0;
-  for (const auto w0 = Clock::now(); waited == 0 && msSince(w0) < 15000; usleep(10 * 1000))
-    waited = waitpid(child, &status, WNOHANG);
-  if (waited == 0) {
-    kill(child, SIGKILL);
-    waitpid(child, &status, 0);
-  }
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the sender failed: " << status;
-  EXPECT_TRUE(net.closeListen(listen).ok());
+  EXPECT_EQ(reap(a.child), 0) << "the sender failed";
+  EXPECT_TRUE(net.closeListen(a.listen).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(FreshOrUsedEndpoint, UcxNet, ::testing::Values(false, true),
