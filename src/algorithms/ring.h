@@ -8,6 +8,8 @@ namespace atl::algo {
 inline int mod(int a, int n) { return ((a % n) + n) % n; }
 inline int ringNext(const CollSpec& s) { return mod(s.rank + 1, s.nranks); }
 inline int ringPrev(const CollSpec& s) { return mod(s.rank - 1, s.nranks); }
+/// At most this many rounds per channel, whatever CollSpec::ringSliceElems asks for.
+inline constexpr size_t kMaxRingRounds = 4096;
 
 Schedule ringAllReduce(const CollSpec& s);
 Schedule rdAllReduce(const CollSpec& s);  // nranks must be a power of two

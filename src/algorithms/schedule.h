@@ -90,6 +90,7 @@ struct CollSpec {
   size_t count = 0;       // NCCL's count argument (per-rank block for AllGather/ReduceScatter/AlltoAll/Gather/Scatter)
   int nchannels = 1;      // channels available; generators may use fewer for small sizes
   size_t chunkElems = 1;  // pipelining granularity (chain algorithms) and minimum per-channel share
+  size_t ringSliceElems = 0;  // ring all-reduce: elements per rank and round (0: one round), see ring_allreduce.cc
   bool inPlace = false;   // send and receive buffers are the same memory (as NCCL defines in-place)
   Algo algo = Algo::Ring;
   std::shared_ptr<const topo::IslandMap> islands;  // null: one island

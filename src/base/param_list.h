@@ -85,6 +85,10 @@ ATOLL_PARAM(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "Minimum number of cha
 ATOLL_PARAM(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "2", "Maximum number of channels (parallel rings).")
 ATOLL_PARAM(ChunkBytes, "ATOLL_CHUNK_BYTES", Size, "131072",
             "Pipelining granularity of chain algorithms (broadcast, reduce) and the minimum per-channel share.")
+ATOLL_PARAM(RingSliceBytes, "ATOLL_RING_SLICE_BYTES", Size, "262144",
+            "Ring all-reduce on a communicator inside one host: rounds of nranks slices of this many bytes per "
+            "channel, each reduce-scattered and all-gathered before the next, so a reduced chunk is forwarded "
+            "while still in cache (perf/baselines/README.md: 1.1-1.4x at 16-64 MiB). 0: one round per channel.")
 ATOLL_PARAM(RdMaxBytes, "ATOLL_RD_MAX_BYTES", Size, "262144",
             "On one island that spans hosts, all-reduces up to this size use recursive doubling (log2 n hops) when "
             "the rank count is a power of two; the cost model decides above it. 0 = the model decides everywhere.")

@@ -46,6 +46,10 @@ PlanKey collectiveKey(const OpDesc& op) {
   spec.count = op.count;
   spec.nchannels = comm->links.nchannels;
   spec.chunkElems = std::max<size_t>(1, static_cast<size_t>(params::getInt(params::Id::ChunkBytes)) / esz);
+  // Rounds pay off where the ring's hops are memory copies; between hosts each round's steps would
+  // only add the wire's latency.
+  if (comm->topology.lsaSize == comm->nranks)
+    spec.ringSliceElems = static_cast<size_t>(params::getInt(params::Id::RingSliceBytes)) / esz;
   spec.inPlace = isInPlace(op, comm->rank, esz) && !isPreMulSum(op);
   // The algorithm is not part of the key: it follows from the rest, and choosing it (the cost
   // model) is left to plan-cache misses (buildCollectivePlan).

@@ -7,7 +7,7 @@ namespace atl {
 bool PlanKey::operator==(const PlanKey& o) const {
   const algo::CollSpec &a = spec, &b = o.spec;
   return a.coll == b.coll && a.root == b.root && a.count == b.count && a.nchannels == b.nchannels &&
-         a.chunkElems == b.chunkElems && a.inPlace == b.inPlace && a.algo == b.algo &&
+         a.chunkElems == b.chunkElems && a.ringSliceElems == b.ringSliceElems && a.inPlace == b.inPlace && a.algo == b.algo &&
          dtype == o.dtype && op == o.op;
 }
 
@@ -18,6 +18,7 @@ size_t PlanKeyHash::operator()(const PlanKey& k) const {
   mix(static_cast<uint64_t>(k.spec.root));
   mix(static_cast<uint64_t>(k.spec.nchannels));
   mix(k.spec.chunkElems);
+  mix(k.spec.ringSliceElems);
   mix(static_cast<uint64_t>(k.spec.inPlace) | static_cast<uint64_t>(k.spec.algo) << 1);
   mix(static_cast<uint64_t>(k.dtype) << 32 | static_cast<uint32_t>(k.op));
   return static_cast<size_t>(h);

@@ -56,3 +56,9 @@ add_test(NAME coll_algo_expect_bad_spec
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/expect_status.sh -m "unknown collective in --expect-algo"
                  2 $<TARGET_FILE:coll_check> --procs 2 --expect-algo allreduse=ring)
 set_tests_properties(coll_algo_expect_bad_spec PROPERTIES TIMEOUT 20 LABELS "integration;coll;algo")
+
+# The ring all-reduce in rounds (ATOLL_RING_SLICE_BYTES) at a slice small enough that the driver's
+# counts take many rounds, uneven ones included, over shared memory between three processes.
+atoll_coll_test(coll_algo_ring_rounds_3 150 --procs 3 --colls allreduce --expect-algo allreduce=ring)
+set_tests_properties(coll_algo_ring_rounds_3 PROPERTIES LABELS "integration;coll;algo"
+                     ENVIRONMENT "NCCL_ALGO=ring;ATOLL_RING_SLICE_BYTES=100;ATOLL_BOOTSTRAP_TIMEOUT_MS=20000")

@@ -4,6 +4,7 @@
 
 #include <tuple>
 
+#include "algorithms/ring.h"
 #include "algorithms/verify.h"
 #include "tests/unit/verify_specs.h"
 
@@ -60,6 +61,35 @@ TEST(RecursiveDoubling, HopsAreLog2AndOtherRankCountsUseTheRing) {
   s.nranks = 6;  // not a power of two: the ring's 2(n-1) steps, and still correct
   EXPECT_EQ(buildSchedule(s).programs.at(0).steps.size(), 10u);
   expectVerified(s);
+}
+
+TEST(RingAllReduceRounds, EverySliceCountChannelLayout) {
+  for (int n : {2, 3, 4, 5, 8})
+    for (size_t count : {0ul, 1ul, 7ul, 64ul, 257ul, 1000ul})
+      for (size_t slice : {1ul, 3ul, 16ul, 5000ul})
+        for (int nch : {1, 2})
+          for (bool inPlace : {false, true}) {
+            CollSpec s = spec(Coll::AllReduce, n, count, 0, nch, 1, inPlace);
+            s.ringSliceElems = slice;
+            expectVerified(s);
+            if (HasFailure()) return;
+          }
+}
+
+TEST(RingAllReduceRounds, EachRoundIsAFullReduceScatterAndAllGather) {
+  CollSpec s = spec(Coll::AllReduce, 4, 4 * 100, 0, 1, 1, false);
+  EXPECT_EQ(buildSchedule(s).programs.at(0).steps.size(), 6u) << "no slice: one round of 2(n-1) steps";
+  s.ringSliceElems = 30;  // 400 elements in rounds of at most 4 x 30: 4 rounds
+  const Program p = buildSchedule(s).programs.at(0);
+  ASSERT_EQ(p.steps.size(), 24u);
+  // Round r covers [100r, 100r + 100): its first step sends rank 0's own chunk there, 25 elements.
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(p.steps[6 * r].src.offset, 100u * r);
+    EXPECT_EQ(p.steps[6 * r].sendCount, 25u);
+  }
+  s.ringSliceElems = 1;  // rounds are capped; the schedule stays correct
+  s.count = 4 * kMaxRingRounds * 2;
+  EXPECT_EQ(buildSchedule(s).programs.at(0).steps.size(), 6 * kMaxRingRounds);
 }
 
 TEST(LargeRankCounts, EveryCollectiveAt4096WithMostChunksEmpty) {
