@@ -45,6 +45,21 @@ int retry(F step) {
   return -1;
 }
 
+/// Connects and accepts on `listenComm` (whose handle is `handle`) until both comms exist; the
+/// number of rounds it took.
+int connectPair(PluginNet& net, char* handle, void* listenComm, void** sendComm, void** recvComm) {
+  *sendComm = *recvComm = nullptr;
+  return retry([&] {
+    if (*sendComm == nullptr) {
+      EXPECT_TRUE(net.connect(0, handle, sendComm).ok());
+    }
+    if (*recvComm == nullptr) {
+      EXPECT_TRUE(net.accept(listenComm, recvComm).ok());
+    }
+    return *sendComm != nullptr && *recvComm != nullptr;
+  });
+}
+
 TEST(NetPluginHost, LoadsEachVersionAndReadsItsProperties) {
   for (const Variant& v : kVariants) {
     LoadResult r = atl::net::loadPlugins(v.path);
@@ -78,15 +93,7 @@ TEST(NetPluginHost, LoopbackTransferThroughEveryVersion) {
     ASSERT_TRUE(net.listen(0, handle, &listenComm).ok());
     void* sendComm = nullptr;
     void* recvComm = nullptr;
-    const int calls = retry([&] {
-      if (sendComm == nullptr) {
-        EXPECT_TRUE(net.connect(0, handle, &sendComm).ok());
-      }
-      if (recvComm == nullptr) {
-        EXPECT_TRUE(net.accept(listenComm, &recvComm).ok());
-      }
-      return sendComm != nullptr && recvComm != nullptr;
-    });
+    const int calls = connectPair(net, handle, listenComm, &sendComm, &recvComm);
     EXPECT_GT(calls, 1) << "the plugin returns null comms first; the host must call again";
 
     std::vector<char> a(1000, 'a'), b(77, 'b'), c(4096, 'c');
@@ -176,15 +183,7 @@ TEST(NetPluginHost, LinkKeepsItsRingWhenTheCloseLeavesAReceiveBehind) {
   ASSERT_TRUE(net.listen(0, handle, &listenComm).ok());
   void* sendComm = nullptr;
   void* recvComm = nullptr;
-  retry([&] {
-    if (sendComm == nullptr) {
-      EXPECT_TRUE(net.connect(0, handle, &sendComm).ok());
-    }
-    if (recvComm == nullptr) {
-      EXPECT_TRUE(net.accept(listenComm, &recvComm).ok());
-    }
-    return sendComm != nullptr && recvComm != nullptr;
-  });
+  connectPair(net, handle, listenComm, &sendComm, &recvComm);
   ASSERT_TRUE(net.closeListen(listenComm).ok());
   {
     auto link = atl::net::NetLink::create({&net, &proxy, sendComm, recvComm, 0, "the test"}, 0, 1, 0, size_t{64} << 20);
