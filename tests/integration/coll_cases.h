@@ -49,7 +49,7 @@ struct Case {
 };
 
 // kQuick: fewer counts; kStandard: every count, roots and big-count operators rotated; kFull: all.
-enum class Level { kQuick, kStandard, kFull };
+enum class Level { kQuick, kLean, kStandard, kFull };
 
 struct Options {
   std::vector<bool> colls = std::vector<bool>(static_cast<size_t>(Coll::kCount), true);

@@ -9,8 +9,9 @@
 //                            hex-encoded through a pipe
 // Subsets: --colls a,b  --types a,b  --ops a,b  --counts 0,5,77  --timeout SECONDS
 // --expect-algo SPEC: fail any call that ran another algorithm (parseExpectAlgo, coll_cases.h).
-// Sweep size: --quick (6 counts), default (11 counts; roots and big-count operators rotate through
-// the sweep), --full (every root and operator at every count).
+// Sweep size: --quick (6 counts), --lean (the quick counts plus 65537 for a third of the datatypes:
+// the sanitizer jobs' sweep), default (11 counts; roots and big-count operators rotate through the
+// sweep), --full (every root and operator at every count).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -82,7 +83,7 @@ bool selectNames(const std::string& list, const char* const (&names)[N], std::ve
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: coll_check (--threads N | --initall N | --procs N) [--colls LIST] [--types LIST]\n"
-               "                  [--ops LIST] [--counts LIST] [--quick|--full] [--timeout SEC] [--verbose]\n"
+               "                  [--ops LIST] [--counts LIST] [--quick|--lean|--full] [--timeout SEC] [--verbose]\n"
                "                  [--nccl-mem]  (buffers from ncclMemAlloc)\n"
                "                  [--device]    (device buffers and a stream per rank: ATOLL_DEVICE=emu or cuda)\n"
                "                  [--expect-algo ALGO[,COLL=ALGO...]]\n"
@@ -153,8 +154,8 @@ Args parseArgs(int argc, char** argv) {
         std::fprintf(stderr, "coll_check: unknown collective in --expect-algo '%s'\n", v.c_str());
         usage();
       }
-    } else if (s == "--quick" || s == "--full") {
-      a.opt.level = s == "--quick" ? Level::kQuick : Level::kFull;
+    } else if (s == "--quick" || s == "--lean" || s == "--full") {
+      a.opt.level = s == "--quick" ? Level::kQuick : s == "--lean" ? Level::kLean : Level::kFull;
       a.passthrough.push_back(s);
     } else if (s == "--nccl-mem") {
       useNcclMem(true);
