@@ -8,6 +8,9 @@ set_target_properties(memcpy_bw PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINA
 add_executable(core_rtt ${CMAKE_CURRENT_LIST_DIR}/core_rtt.c)
 target_link_libraries(core_rtt PRIVATE Threads::Threads)
 set_target_properties(core_rtt PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)
+# The lockstep loop of a small 2-rank collective with its software, without the library.
+add_executable(lockstep ${CMAKE_CURRENT_LIST_DIR}/lockstep.c)
+set_target_properties(lockstep PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/perf)
 
 # Under sanitizers the peers' own leaks and races would fail the runs, and timings mean nothing.
 if(ATOLL_SANITIZE STREQUAL "" AND (ATOLL_HAVE_MPI OR ATOLL_HAVE_GLOO))
@@ -42,6 +45,14 @@ if(ATOLL_BUILD_TESTS AND ATOLL_HAVE_MPI AND ATOLL_SANITIZE STREQUAL "")
     COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe --bind-to none -np 2
             $<TARGET_FILE:all_reduce_perf> -b 8 -e 64K -f 8 -c 1)
   set_tests_properties(perf_mpirun_all_reduce PROPERTIES TIMEOUT 60 LABELS "perf" RUN_SERIAL TRUE)
+endif()
+if(ATOLL_BUILD_TESTS)
+  # Both processes finish and the line comes out; a bad argument is refused.
+  add_test(NAME perf_lockstep_smoke COMMAND lockstep 10 20000)
+  set_tests_properties(perf_lockstep_smoke PROPERTIES TIMEOUT 30 LABELS "perf"
+                       PASS_REGULAR_EXPRESSION "^lockstep_ns [0-9.]+ alone_ns [0-9.]+ work 10\n$")
+  add_test(NAME perf_lockstep_bad_argument COMMAND lockstep 10 0)
+  set_tests_properties(perf_lockstep_bad_argument PROPERTIES TIMEOUT 10 LABELS "perf" WILL_FAIL TRUE)
 endif()
 if(ATOLL_BUILD_TESTS AND TARGET mpi_allreduce_bench AND TARGET gloo_allreduce_bench)
   # Serial: Open MPI jobs started side by side on 2 cores can miss their startup deadlines.
