@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "parse_count.h"
+
 enum { kMaxBursts = 101 };
 
 static _Alignas(64) atomic_long gCounter;
@@ -67,23 +69,13 @@ static int cmpDouble(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
-static long parseCount(const char* text, long lo, long hi, const char* what) {
-  char* end = NULL;
-  long v = strtol(text, &end, 10);
-  if (end == text || *end != '\0' || v < lo || v > hi) {
-    fprintf(stderr, "core_rtt: %s must be %ld..%ld, not '%s'\n", what, lo, hi, text);
-    exit(2);
-  }
-  return v;
-}
-
 int main(int argc, char** argv) {
   if (argc > 3) {
     fprintf(stderr, "usage: core_rtt [round trips per burst] [bursts]\n");
     return 2;
   }
-  gTrips = argc > 1 ? parseCount(argv[1], 1, 100000000, "round trips per burst") : 20000;
-  gBursts = argc > 2 ? (int)parseCount(argv[2], 1, kMaxBursts, "bursts") : 5;
+  gTrips = argc > 1 ? parseCount("core_rtt", argv[1], 1, 100000000, "round trips per burst") : 20000;
+  gBursts = argc > 2 ? (int)parseCount("core_rtt", argv[2], 1, kMaxBursts, "bursts") : 5;
 
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {

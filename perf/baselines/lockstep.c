@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "parse_count.h"
+
 struct Line {
   _Alignas(64) atomic_ulong round;
   unsigned char pad[56];
@@ -47,23 +49,13 @@ static void work(long steps, uint64_t seed) {
   gSink = acc;
 }
 
-static long parseCount(const char* text, long lo, long hi, const char* what) {
-  char* end = NULL;
-  long v = strtol(text, &end, 10);
-  if (end == text || *end != '\0' || v < lo || v > hi) {
-    fprintf(stderr, "lockstep: %s must be %ld..%ld, not '%s'\n", what, lo, hi, text);
-    exit(2);
-  }
-  return v;
-}
-
 int main(int argc, char** argv) {
   if (argc > 3) {
     fprintf(stderr, "usage: lockstep [work steps] [iterations]\n");
     return 2;
   }
-  const long steps = argc > 1 ? parseCount(argv[1], 0, 1000000, "work steps") : 100;
-  const long iters = argc > 2 ? parseCount(argv[2], 1, 1000000000, "iterations") : 1000000;
+  const long steps = argc > 1 ? parseCount("lockstep", argv[1], 0, 1000000, "work steps") : 100;
+  const long iters = argc > 2 ? parseCount("lockstep", argv[2], 1, 1000000000, "iterations") : 1000000;
 
   double start = now();
   for (long i = 1; i <= iters; ++i) work(steps, (uint64_t)i);
