@@ -48,7 +48,8 @@ struct Case {
   std::string describe() const;
 };
 
-// kQuick: fewer counts; kStandard: every count, roots and big-count operators rotated; kFull: all.
+// kQuick: fewer counts; kLean: kQuick's plus one large count for a third of the datatypes (the
+// sanitizer jobs); kStandard: every count, roots and big-count operators rotated; kFull: all.
 enum class Level { kQuick, kLean, kStandard, kFull };
 
 struct Options {
