@@ -1,11 +1,11 @@
 /* lockstep: the floor under a small 2-rank collective on this machine, right now.
  *
  * Why: a small all-reduce between two processes is a lockstep loop. Each rank does its share of
- * software (for Atoll's 16-byte all-reduce about 1,300 instructions, 0.13 us on one rank), publishes
+ * software (for Atoll's 16-byte all-reduce about 1,260 instructions, 0.14 us on one rank), publishes
  * one cache line and waits for the other's. core_rtt times the bare line transfer; this times the
- * loop with the software in it. On the 2-vCPU development VM the loop with 0.13 us of local work
- * took 0.2 us in one run and 0.4-0.6 us in the next, with core_rtt unchanged, which is the spread
- * that Atoll's and Open MPI's 8-64 B times show there (perf/baselines/README.md).
+ * loop with the software in it. On the 2-vCPU development VM `lockstep 100` (about 140 ns of work)
+ * took 215-250 ns in some runs and 330-450 ns in others, the work alone unchanged: the floor under
+ * Atoll's and Open MPI's 8-64 B times moves by that much there (perf/baselines/README.md).
  *
  * Two processes (fork, one shared mapping, not pinned: as the ranks of all_reduce_perf) run
  * `iterations` rounds of: `work` steps of local arithmetic and stores, then a release store of the
