@@ -4,7 +4,7 @@
  * software (for Atoll's 16-byte all-reduce about 1,260 instructions, 0.14 us on one rank), publishes
  * one cache line and waits for the other's. core_rtt times the bare line transfer; this times the
  * loop with the software in it. On the 2-vCPU development VM `lockstep 100` (about 140 ns of work)
- * took 215-250 ns in some runs and 330-450 ns in others, the work alone unchanged: the floor under
+ * took 215-248 ns in some runs and 332-451 ns in others, the work alone unchanged: the floor under
  * Atoll's and Open MPI's 8-64 B times moves by that much there (perf/baselines/README.md).
  *
  * Two processes (fork, one shared mapping, not pinned: as the ranks of all_reduce_perf) run
