@@ -14,6 +14,7 @@
 #include "core/device_staging.h"
 #include "core/plan_cache.h"
 #include "core/redop.h"
+#include "core/repeat_call.h"
 #include "core/registrations.h"
 #include "core/rma.h"
 #include "device/device.h"
@@ -71,6 +72,7 @@ struct ncclComm {
   atl::CommTopology topology;
   atl::PlanCache plans;  // used only by the thread issuing calls on this communicator
   std::optional<atl::CallReport> lastCall;  // likewise (core/call_report.h)
+  atl::RepeatCall repeat;                   // likewise: the last lone call's plan
   const atl::device::Device* device = nullptr;
   std::unique_ptr<atl::DeviceStaging> staging;  // calls on device memory (made by the first one)
   std::atomic<uint64_t> deviceIntraNodeCalls{0};  // collectives core/device_intranode.h ran

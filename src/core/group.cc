@@ -110,8 +110,25 @@ Status connectFor(std::span<ncclComm* const> comms, std::span<engine::CommQueue>
   return first;
 }
 
+/// After a communicator's queue ran: a failure other than a refused argument leaves the
+/// communicator failed, its peers told and its links broken.
+void settle(ncclComm* comm, const engine::CommQueue& q) {
+  const Status s = q.result;
+  if (s.ok() || s.code() == ncclInvalidArgument || s.code() == ncclInvalidUsage) return;
+  ncclResult_t expected = ncclSuccess;
+  comm->asyncError.compare_exchange_strong(expected, s.code());
+  // Tell the peers which rank failed before they see this rank's links break (fault_notice.h).
+  fault::spreadFailure(comm, q.failedPeer, q.timedOut, s);
+  // A failed collective leaves peers mid-stream; break the links so every survivor fails in a hop
+  // or two instead of at its timeout. The communicator is unusable from here (as in NCCL after an
+  // asynchronous error): abort or destroy it, or shrink it.
+  comm->links.table.shutdownAll();
+}
+
 /// `b`: the calling thread's (threadCalls()), passed down so it is looked up once per call.
-Status runOps(std::span<const OpDesc> ops, BatchStorage& b) {
+/// `remember`: a lone call whose cached plan ran may be remembered for its repeats (only where
+/// the caller would look for it: not for a device proxy's calls).
+Status runOps(std::span<const OpDesc> ops, BatchStorage& b, bool remember) {
   // One queue per communicator, in order of first appearance; within it the collectives in call
   // order, then the group's send/recv batch.
   std::vector<ncclComm*>& comms = b.comms;
@@ -135,6 +152,7 @@ Status runOps(std::span<const OpDesc> ops, BatchStorage& b) {
     }
   } release{b};
   const params::Numbers settings = params::numbers();
+  engine::Plan* rememberable = nullptr;  // the cached plan of a lone call
   for (size_t i = 0; i < comms.size(); ++i) {
     ncclComm* comm = comms[i];
     engine::CommQueue& q = queues[i];
@@ -165,6 +183,7 @@ Status runOps(std::span<const OpDesc> ops, BatchStorage& b) {
         }
       }
       plan->staging = op.staging;
+      if (owned.empty() || owned.back().get() != plan) rememberable = plan;  // not freed with the batch
       reportCall(comm, op.coll, op.count, *plan, fromCache);
       q.plans.push_back(plan);
     }
@@ -191,23 +210,40 @@ Status runOps(std::span<const OpDesc> ops, BatchStorage& b) {
   Status result = settings[params::Id::Check] != 0 ? checkCalls(comms, ops, queues, opts) : Status::Ok();
   if (result.ok()) result = connectFor(comms, queues);
   if (result.ok()) result = engine::execute(queues, opts);
+  if (remember && result.ok() && ops.size() == 1 && rememberable != nullptr && settings[params::Id::Check] == 0)
+    ops[0].comm->repeat.remember(ops[0], rememberable, settings.values, opts);
   for (size_t i = 0; i < comms.size(); ++i) {
-    Status s = queues[i].result;
-    if (!s.ok() && s.code() != ncclInvalidArgument && s.code() != ncclInvalidUsage) {
-      ncclResult_t expected = ncclSuccess;
-      comms[i]->asyncError.compare_exchange_strong(expected, s.code());
-      // Tell the peers which rank failed before they see this rank's links break (fault_notice.h).
-      fault::spreadFailure(comms[i], queues[i].failedPeer, queues[i].timedOut, s);
-      // A failed collective leaves peers mid-stream; break the links so every survivor fails in
-      // a hop or two instead of at its timeout. The communicator is unusable from here (as in NCCL
-      // after an asynchronous error): abort or destroy it, or shrink it.
-      comms[i]->links.table.shutdownAll();
-    }
+    settle(comms[i], queues[i]);
     // Last touch of the communicator: once activeCalls drops, ncclCommAbort may free it.
     comms[i]->plans.releaseAll();
     comms[i]->activeCalls.fetch_sub(1);
   }
   comms.clear();  // so the release guard does not touch them again
+  return result;
+}
+
+/// The remembered plan of a lone call run again (core/repeat_call.h): what runOps does for it,
+/// less finding the plan.
+Status runRepeat(const OpDesc& op, engine::Plan& plan, BatchStorage& b) {
+  ncclComm* comm = op.comm;
+  comm->plans.countHit();
+  bindBuffers(plan, op);
+  plan.staging = op.staging;
+  reportCall(comm, op.coll, op.count, plan, true);
+  if (b.queues.empty()) b.queues.resize(1);
+  engine::CommQueue& q = b.queues[0];
+  q.rank = comm->rank;
+  q.conns = &comm->links.table;
+  q.abort = &comm->abortFlag;
+  q.plans.clear();
+  q.plans.push_back(&plan);
+  q.next = 0;
+  q.result = Status::Ok();
+  comm->activeCalls.fetch_add(1);
+  Status result = engine::execute(std::span<engine::CommQueue>(&q, 1), comm->repeat.options());
+  if (!result.ok()) comm->repeat.forget();
+  settle(comm, q);
+  comm->activeCalls.fetch_sub(1);  // last touch of the communicator, as in runOps
   return result;
 }
 
@@ -217,7 +253,7 @@ Status runOps(std::span<const OpDesc> ops, BatchStorage& b) {
 Status dispatchOps(std::span<const OpDesc> ops, BatchStorage& b) {
   bool any = false;
   for (const OpDesc& op : ops) any = any || stagesCalls(op.comm);
-  if (!any) return runOps(ops, b);
+  if (!any) return runOps(ops, b, true);
   std::vector<OpDesc> here;
   std::vector<ncclComm*> proxied;
   for (const OpDesc& op : ops) {
@@ -241,7 +277,7 @@ Status dispatchOps(std::span<const OpDesc> ops, BatchStorage& b) {
     if (ticket != 0) waits.emplace_back(comm, ticket);
   }
   if (!here.empty()) {
-    Status s = runOps(here, b);
+    Status s = runOps(here, b, false);
     if (first.ok()) first = s;
   }
   for (auto& [comm, ticket] : waits) {
@@ -253,7 +289,7 @@ Status dispatchOps(std::span<const OpDesc> ops, BatchStorage& b) {
 
 }  // namespace
 
-Status runBatch(std::span<const OpDesc> ops) { return runOps(ops, threadCalls().batch); }
+Status runBatch(std::span<const OpDesc> ops) { return runOps(ops, threadCalls().batch, false); }
 
 bool inGroup() { return threadCalls().group.depth > 0; }
 
@@ -283,6 +319,7 @@ Status enqueueOp(const OpDesc& op) {
     calls.group.ops.push_back(op);
     return Status::Ok();
   }
+  if (engine::Plan* plan = op.comm->repeat.find(op)) return runRepeat(op, *plan, calls.batch);
   return dispatchOps(std::span<const OpDesc>(&op, 1), calls.batch);
 }
 

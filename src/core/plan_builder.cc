@@ -17,19 +17,6 @@ size_t reductionInputCount(const OpDesc& op, int nranks) {
 
 bool isPreMulSum(const OpDesc& op) { return algo::reduces(op.coll) && static_cast<int>(op.op) >= ncclNumOps; }
 
-bool isInPlace(const OpDesc& op, int rank, size_t esz) {
-  auto send = static_cast<const std::byte*>(op.sendbuff);
-  auto recv = static_cast<const std::byte*>(op.recvbuff);
-  const size_t block = op.count * esz;
-  switch (op.coll) {
-    case algo::Coll::AllGather: return send == recv + static_cast<size_t>(rank) * block;
-    case algo::Coll::ReduceScatter: return recv == send + static_cast<size_t>(rank) * block;
-    case algo::Coll::Gather: return rank == op.root && send == recv + static_cast<size_t>(op.root) * block;
-    case algo::Coll::Scatter: return rank == op.root && recv == send + static_cast<size_t>(op.root) * block;
-    default: return send == recv;
-  }
-}
-
 }  // namespace
 
 PlanKey collectiveKey(const OpDesc& op) {
@@ -50,13 +37,28 @@ PlanKey collectiveKey(const OpDesc& op) {
   // only add the wire's latency.
   if (comm->topology.lsaSize == comm->nranks)
     spec.ringSliceElems = static_cast<size_t>(params::getInt(params::Id::RingSliceBytes)) / esz;
-  spec.inPlace = isInPlace(op, comm->rank, esz) && !isPreMulSum(op);
+  spec.inPlace = inPlaceCall(op, comm->rank) && !isPreMulSum(op);
   // The algorithm is not part of the key: it follows from the rest, and choosing it (the cost
   // model) is left to plan-cache misses (buildCollectivePlan).
   return key;
 }
 
 bool cacheable(const OpDesc& op) { return !isPreMulSum(op); }
+
+bool inPlaceCall(const OpDesc& op, int rank) {
+  auto send = static_cast<const std::byte*>(op.sendbuff);
+  auto recv = static_cast<const std::byte*>(op.recvbuff);
+  // The element size only where a rank's block sits inside the other buffer: this runs on every
+  // repeated call (core/repeat_call.h).
+  auto block = [&op] { return op.count * kernels::dtypeSize(op.dtype); };
+  switch (op.coll) {
+    case algo::Coll::AllGather: return send == recv + static_cast<size_t>(rank) * block();
+    case algo::Coll::ReduceScatter: return recv == send + static_cast<size_t>(rank) * block();
+    case algo::Coll::Gather: return rank == op.root && send == recv + static_cast<size_t>(op.root) * block();
+    case algo::Coll::Scatter: return rank == op.root && recv == send + static_cast<size_t>(op.root) * block();
+    default: return send == recv;
+  }
+}
 
 void bindBuffers(engine::Plan& plan, const OpDesc& op) {
   plan.buffers[algo::kSendBuf] = const_cast<std::byte*>(static_cast<const std::byte*>(op.sendbuff));

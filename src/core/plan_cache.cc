@@ -52,6 +52,7 @@ engine::Plan* PlanCache::acquire(const PlanKey& key) {
 
 engine::Plan* PlanCache::insert(const PlanKey& key, std::unique_ptr<engine::Plan>& plan, size_t capacity) {
   if (capacity == 0 || entries_.count(key) != 0) return nullptr;
+  ++version_;
   // A lowered capacity (ATOLL_PLAN_CACHE_SIZE reloaded) shrinks the cache here, one insert at a time.
   while (entries_.size() >= capacity && !lru_.empty() && !lru_.back()->taken) {
     auto victim = entries_.find(*lru_.back()->key);  // erased by iterator: the key lives in the node
@@ -83,6 +84,7 @@ void PlanCache::releaseAll() {
 }
 
 void PlanCache::clear() {
+  ++version_;
   recent_ = nullptr;
   frontTaken_ = nullptr;
   lru_.clear();

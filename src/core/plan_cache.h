@@ -58,6 +58,11 @@ class PlanCache {
   /// Bytes the cached plans hold: their schedules, scratch and staging buffers.
   size_t heldBytes() const;
   const Stats& stats() const { return stats_; }
+  /// Changes whenever a plan may have been freed or added (insert, eviction, clear): a plan
+  /// pointer kept with a version stays valid, and cached, while the version does not change.
+  uint64_t version() const { return version_; }
+  /// A hit found without acquire() (core/repeat_call.h), so the statistics still count it.
+  void countHit() { ++stats_.hits; }
 
  private:
   struct Entry {
@@ -79,6 +84,7 @@ class PlanCache {
   // A taken entry left where it was, at the front of lru_ (acquire()): at most one per batch.
   Entry* frontTaken_ = nullptr;
   Stats stats_;
+  uint64_t version_ = 0;
 };
 
 }  // namespace atl

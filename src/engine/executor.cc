@@ -47,7 +47,6 @@ class PlanRun {
     conns_ = &conns;
     finished_ = false;
     failedPeer_ = -1;
-    states_.clear();
     return startBound();
   }
 
@@ -64,9 +63,11 @@ class PlanRun {
     }
     if (plan_->buffers.size() <= algo::kScratchBuf) plan_->buffers.resize(algo::kScratchBuf + 1, nullptr);
     plan_->buffers[algo::kScratchBuf] = plan_->ownedScratch.get();
+    // Reset in place rather than cleared and grown again: a repeated small call pays for every
+    // element constructed.
     states_.resize(plan_->schedule.programs.size());
     for (size_t i = 0; i < states_.size(); ++i) {
-      states_[i].program = &plan_->schedule.programs[i];
+      states_[i] = ProgramState{.program = &plan_->schedule.programs[i]};
       ATOLL_CHECK(bindStep(states_[i]));
     }
     return Status::Ok();

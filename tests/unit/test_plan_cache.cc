@@ -3,6 +3,8 @@
 // batch that has taken every plan caches nothing more. The last tests drive it through real calls
 // on a 1-rank communicator: a working set issued after the cache filled with other shapes must be
 // cached (before the LRU, the first 64 shapes stayed forever and every later one was rebuilt).
+// The lone-call memo (core/repeat_call.h) is checked there too: a repeat finds the plan without
+// the cache, and nothing that changes the plan key, or frees the plan, is missed.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -194,6 +196,17 @@ class PlanCacheCalls : public ::testing::Test {
     ASSERT_EQ(ncclAllReduce(buf_.data(), buf_.data(), count, ncclFloat, ncclSum, comm_, nullptr), ncclSuccess);
   }
   const PlanCache::Stats& stats() const { return comm_->plans.stats(); }
+  // The call as validated (the memo compares validated fields).
+  atl::OpDesc op(const void* send, void* recv, size_t count) const {
+    atl::OpDesc d;
+    d.comm = comm_;
+    d.sendbuff = send;
+    d.recvbuff = recv;
+    d.count = count;
+    d.dtype = ncclFloat;
+    d.rawDtype = ncclFloat;
+    return d;
+  }
 
   atl::test::SavedEnv env_;
   ncclComm_t comm_ = nullptr;
@@ -224,6 +237,76 @@ TEST_F(PlanCacheCalls, GroupedCallsKeepTheirPlans) {
   EXPECT_EQ(stats().hits, 8u);  // the second round reuses the 8 the first one cached
   EXPECT_EQ(stats().misses, 12u);
   for (float v : buf_) EXPECT_EQ(v, 1.0f);  // one rank: sums are copies
+}
+
+TEST_F(PlanCacheCalls, ALoneCallRepeatedRunsTheRememberedPlanOnNewBuffers) {
+  std::vector<float> in(64), out(64);
+  call(64);
+  atl::engine::Plan* plan = comm_->repeat.find(op(buf_.data(), buf_.data(), 64));
+  ASSERT_NE(plan, nullptr);
+  EXPECT_EQ(comm_->repeat.find(op(buf_.data(), buf_.data(), 63)), nullptr);  // another count
+  EXPECT_EQ(comm_->repeat.find(op(in.data(), out.data(), 64)), nullptr);     // out of place: another key
+  const PlanCache::Stats before = stats();
+  for (int i = 0; i < 3; ++i) call(64);
+  EXPECT_EQ(stats().hits - before.hits, 3u);  // counted though the cache was not searched
+  EXPECT_EQ(stats().misses, before.misses);
+  ASSERT_TRUE(atl::lastCall(comm_).has_value());
+  EXPECT_TRUE(atl::lastCall(comm_)->fromCache);
+  // Out of place, each call with buffers of its own: one build, then the remembered plan bound
+  // to each call's buffers (one rank: the output is a copy of the input).
+  for (int round = 0; round < 3; ++round) {
+    std::vector<float> src(64, static_cast<float>(round + 2)), dst(64, 0.0f);
+    ASSERT_EQ(ncclAllReduce(src.data(), dst.data(), 64, ncclFloat, ncclSum, comm_, nullptr), ncclSuccess);
+    for (float v : dst) ASSERT_EQ(v, static_cast<float>(round + 2));
+    EXPECT_NE(comm_->repeat.find(op(src.data(), dst.data(), 64)), nullptr);
+  }
+  EXPECT_EQ(stats().misses - before.misses, 1u);
+}
+
+TEST_F(PlanCacheCalls, TheRememberedPlanIsDroppedWithTheCacheOrTheParameters) {
+  call(64);
+  ASSERT_NE(comm_->repeat.find(op(buf_.data(), buf_.data(), 64)), nullptr);
+  comm_->plans.clear();  // what ncclCommSuspend(NCCL_SUSPEND_MEM) does: the plan is freed
+  EXPECT_EQ(comm_->repeat.find(op(buf_.data(), buf_.data(), 64)), nullptr);
+  call(64);
+  ASSERT_NE(comm_->repeat.find(op(buf_.data(), buf_.data(), 64)), nullptr);
+  // New parameters may give another key (the chunk size is in it): the next call plans again.
+  env_.save({"ATOLL_CHUNK_BYTES"});
+  setenv("ATOLL_CHUNK_BYTES", "4096", 1);
+  atl::params::reloadForTesting();
+  EXPECT_EQ(comm_->repeat.find(op(buf_.data(), buf_.data(), 64)), nullptr);
+  const uint64_t misses = stats().misses;
+  call(64);
+  EXPECT_EQ(stats().misses - misses, 1u);
+  EXPECT_NE(comm_->repeat.find(op(buf_.data(), buf_.data(), 64)), nullptr);
+  // A group that caches other shapes, in a cache of two, evicts the remembered plan.
+  setenv("ATOLL_PLAN_CACHE_SIZE", "2", 1);
+  atl::params::reloadForTesting();
+  call(64);
+  ASSERT_NE(comm_->repeat.find(op(buf_.data(), buf_.data(), 64)), nullptr);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  call(32);
+  call(16);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(comm_->repeat.find(op(buf_.data(), buf_.data(), 64)), nullptr);
+  call(64);
+  for (float v : buf_) EXPECT_EQ(v, 1.0f);
+}
+
+TEST_F(PlanCacheCalls, NothingIsRememberedWithoutACacheOrInsideALargerGroup) {
+  setenv("ATOLL_PLAN_CACHE_SIZE", "0", 1);
+  atl::params::reloadForTesting();
+  call(64);
+  call(64);
+  EXPECT_EQ(comm_->repeat.find(op(buf_.data(), buf_.data(), 64)), nullptr);
+  EXPECT_EQ(stats().hits, 0u);
+  setenv("ATOLL_PLAN_CACHE_SIZE", "8", 1);
+  atl::params::reloadForTesting();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  call(64);
+  call(64);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(comm_->repeat.find(op(buf_.data(), buf_.data(), 64)), nullptr);
 }
 
 }  // namespace
