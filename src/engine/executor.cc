@@ -293,19 +293,77 @@ class PlanRun {
   int failedPeer_ = -1;
 };
 
+/// The wait between polls that moved nothing. Spin a little (latency), then yield so oversubscribed
+/// hosts (8 ranks on 2 cores) still run the peer we wait for, and check the deadline only
+/// occasionally (clock reads cost). The clock starts when spinning stops: a latency-bound loop goes
+/// idle at every hop, and a clock read there would cost as much as the hop.
+class IdleWait {
+ public:
+  explicit IdleWait(const ExecOptions& options)
+      : spin_(static_cast<uint64_t>(std::max(options.spinCount, 1))), timeoutMs_(options.timeoutMs) {}
+  void moved() { idle_ = 0; }
+  /// After a poll that moved nothing; true when the deadline has passed.
+  bool wait() {
+    ++idle_;
+    if (idle_ < spin_) return false;
+    if (idle_ == spin_) lastProgress_ = Clock::now();
+    if (idle_ < spin_ * 64) sched_yield();
+    else usleep(50);
+    return (idle_ & 63) == 0 && timeoutMs_ > 0 && Clock::now() - lastProgress_ > std::chrono::milliseconds(timeoutMs_);
+  }
+  int64_t timeoutMs() const { return timeoutMs_; }
+
+ private:
+  uint64_t idle_ = 0;
+  const uint64_t spin_;
+  const int64_t timeoutMs_;
+  Clock::time_point lastProgress_{};  // set when spinning stops: read only after that
+};
+
+Status stalled(const CommQueue& q, const PlanRun& run, int64_t timeoutMs) {
+  return ATOLL_ERROR(ncclSystemError, "%s made no progress for %lld ms, waiting at %s", q.current().what.c_str(),
+                     static_cast<long long>(timeoutMs), run.waitingOn().c_str());
+}
+
+Status failQueue(CommQueue& q, Status s, int peer, bool timedOut) {
+  q.result = s;
+  q.failedPeer = peer;
+  q.timedOut = timedOut;
+  return s;
+}
+
+/// One queue, the common case (every call outside a group, and ranks as processes): the loop of
+/// execute() without the bookkeeping that several queues need. A small repeated call spends
+/// more in that bookkeeping than in moving its bytes.
+Status executeOne(CommQueue& q, PlanRun& run, const ExecOptions& options) {
+  log::setThreadRank(q.rank);
+  for (; q.pending(); ++q.next) {
+    if (Status s = run.start(q.current(), *q.conns); !s.ok()) return failQueue(q, s, run.failedPeer(), false);
+    IdleWait idle(options);
+    for (;;) {
+      bool moved = false;
+      if (Status s = run.progress(&moved); !s.ok()) return failQueue(q, s, run.failedPeer(), false);
+      if (run.finished()) break;
+      if (aborted(q.abort))
+        return failQueue(q, ATOLL_ERROR(ncclSystemError, "%s: communicator aborted", q.current().what.c_str()), -1, false);
+      if (moved) {
+        idle.moved();
+      } else if (idle.wait()) {
+        return failQueue(q, stalled(q, run, idle.timeoutMs()), run.waitingPeer(), true);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
   // One run slot per queue, kept by the thread across calls (see PlanRun::start).
   std::vector<PlanRun>& slots = perThread<std::vector<PlanRun>>();
   if (slots.size() < queues.size()) slots.resize(queues.size());
-  std::vector<PlanRun*> runningStorage;
-  PlanRun* single = nullptr;
-  std::span<PlanRun*> running(&single, 1);
-  if (queues.size() > 1) {
-    runningStorage.assign(queues.size(), nullptr);
-    running = runningStorage;
-  }
+  if (queues.size() == 1) return executeOne(queues[0], slots[0], options);
+  std::vector<PlanRun*> running(queues.size(), nullptr);
   auto startNext = [&](size_t q) -> Status {
     CommQueue& cq = queues[q];
     running[q] = nullptr;
@@ -324,26 +382,21 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
   };
   // Every queue still holding plans stops with the error: their peers are mid-stream too.
   auto failAll = [&](size_t q, Status s, int peer = -1, bool timedOut = false) {
-    queues[q].result = s;
-    queues[q].failedPeer = peer;
-    queues[q].timedOut = timedOut;
+    (void)failQueue(queues[q], s, peer, timedOut);
     for (CommQueue& other : queues)
       if (other.pending() && other.result.ok()) other.result = s;
     return s;
   };
-  if (queues.size() == 1) log::setThreadRank(queues[0].rank);
   for (size_t q = 0; q < queues.size(); ++q)
     if (Status s = startNext(q); !s.ok()) return failAll(q, s, slots[q].failedPeer());
 
-  Clock::time_point lastProgress{};  // set when spinning stops (below): read only after that
-  uint64_t idle = 0;
-  const uint64_t spin = static_cast<uint64_t>(std::max(options.spinCount, 1));
+  IdleWait idle(options);
   for (;;) {
     bool anyActive = false, moved = false;
     for (size_t q = 0; q < queues.size(); ++q) {
       if (!running[q]) continue;
       anyActive = true;
-      if (queues.size() > 1) log::setThreadRank(queues[q].rank);  // a thread-local write: not per poll otherwise
+      log::setThreadRank(queues[q].rank);
       if (aborted(queues[q].abort))
         return failAll(q, ATOLL_ERROR(ncclSystemError, "%s: communicator aborted", queues[q].current().what.c_str()));
       if (Status s = running[q]->progress(&moved); !s.ok()) return failAll(q, s, running[q]->failedPeer());
@@ -354,27 +407,10 @@ Status execute(std::span<CommQueue> queues, const ExecOptions& options) {
     }
     if (!anyActive) return Status::Ok();
     if (moved) {
-      idle = 0;
-      continue;
-    }
-    // Idle: spin a little (latency), then yield so oversubscribed hosts (8 ranks on 2 cores) still
-    // run the peer we wait for, and check the deadline only occasionally (clock reads cost).
-    // The clock starts when spinning stops: a latency-bound loop goes idle at every hop, and a
-    // clock read there would cost as much as the hop.
-    ++idle;
-    if (idle < spin) continue;
-    if (idle == spin) lastProgress = Clock::now();
-    if (idle < spin * 64) sched_yield();
-    else usleep(50);
-    if ((idle & 63) == 0 && options.timeoutMs > 0 &&
-        Clock::now() - lastProgress > std::chrono::milliseconds(options.timeoutMs)) {
-      for (size_t q = 0; q < queues.size(); ++q) {
-        if (!running[q]) continue;
-        return failAll(q, ATOLL_ERROR(ncclSystemError, "%s made no progress for %lld ms, waiting at %s",
-                                      queues[q].current().what.c_str(), static_cast<long long>(options.timeoutMs),
-                                      running[q]->waitingOn().c_str()),
-                       running[q]->waitingPeer(), true);
-      }
+      idle.moved();
+    } else if (idle.wait()) {
+      for (size_t q = 0; q < queues.size(); ++q)
+        if (running[q]) return failAll(q, stalled(queues[q], *running[q], idle.timeoutMs()), running[q]->waitingPeer(), true);
     }
   }
 }
