@@ -29,8 +29,12 @@ class CallStaging {
   ~CallStaging() = default;
 };
 
+/// A number no other plan of the process has had (the executor's key for a plan it started
+/// before; an address may come back for another plan once the first is freed).
+uint64_t nextPlanSerial();
+
 struct Plan {
-  algo::Schedule schedule;
+  algo::Schedule schedule;  // set once, before the plan first runs
   ncclDataType_t dtype = ncclInt8;
   size_t elemSize = 1;
   kernels::RedOp op = kernels::RedOp::Sum;
@@ -50,6 +54,7 @@ struct Plan {
   std::vector<LinkKey> links;                 // what the schedule uses (core/connect.h), once known
   bool linksKnown = false;
   uint64_t linksPresentAt = 0;                // the ConnTable generation at which all of them existed
+  const uint64_t serial = nextPlanSerial();
 };
 
 }  // namespace atl::engine
