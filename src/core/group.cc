@@ -110,6 +110,16 @@ Status connectFor(std::span<ncclComm* const> comms, std::span<engine::CommQueue>
   return first;
 }
 
+/// Points `q` at `comm`, empty and ready for this call's plans.
+void resetQueue(engine::CommQueue& q, ncclComm* comm) {
+  q.rank = comm->rank;
+  q.conns = &comm->links.table;
+  q.abort = &comm->abortFlag;
+  q.plans.clear();
+  q.next = 0;
+  q.result = Status::Ok();
+}
+
 /// After a communicator's queue ran: a failure other than a refused argument leaves the
 /// communicator failed, its peers told and its links broken.
 void settle(ncclComm* comm, const engine::CommQueue& q) {
@@ -138,11 +148,6 @@ Status runOps(std::span<const OpDesc> ops, BatchStorage& b, bool remember) {
     if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
   if (b.queues.size() < comms.size()) b.queues.resize(comms.size());
   std::span<engine::CommQueue> queues(b.queues.data(), comms.size());
-  for (engine::CommQueue& q : queues) {
-    q.plans.clear();
-    q.next = 0;
-    q.result = Status::Ok();
-  }
   // Cached plans go back to their caches, and the others are freed, however this call ends.
   struct Release {
     BatchStorage& b;
@@ -156,9 +161,7 @@ Status runOps(std::span<const OpDesc> ops, BatchStorage& b, bool remember) {
   for (size_t i = 0; i < comms.size(); ++i) {
     ncclComm* comm = comms[i];
     engine::CommQueue& q = queues[i];
-    q.rank = comm->rank;
-    q.conns = &comm->links.table;
-    q.abort = &comm->abortFlag;
+    resetQueue(q, comm);
     const size_t cacheCapacity = static_cast<size_t>(std::max<int64_t>(0, settings[params::Id::PlanCacheSize]));
     std::vector<const OpDesc*> p2p;
     for (const OpDesc& op : ops) {
@@ -232,13 +235,8 @@ Status runRepeat(const OpDesc& op, engine::Plan& plan, BatchStorage& b) {
   reportCall(comm, op.coll, op.count, plan, true);
   if (b.queues.empty()) b.queues.resize(1);
   engine::CommQueue& q = b.queues[0];
-  q.rank = comm->rank;
-  q.conns = &comm->links.table;
-  q.abort = &comm->abortFlag;
-  q.plans.clear();
+  resetQueue(q, comm);
   q.plans.push_back(&plan);
-  q.next = 0;
-  q.result = Status::Ok();
   comm->activeCalls.fetch_add(1);
   Status result = engine::execute(std::span<engine::CommQueue>(&q, 1), comm->repeat.options());
   if (!result.ok()) comm->repeat.forget();

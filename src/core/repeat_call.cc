@@ -10,7 +10,7 @@ engine::Plan* RepeatCall::find(const OpDesc& op) const {
   if (plan_ == nullptr) return nullptr;
   const ncclComm* comm = op.comm;
   if (op.coll != coll_ || op.count != count_ || op.dtype != dtype_ || op.root != root_ || op.op != op_) return nullptr;
-  if (comm->links.nchannels != nchannels_ || comm->plans.version() != cacheVersion_) return nullptr;
+  if (comm->plans.version() != cacheVersion_) return nullptr;
   if (plan_->linksPresentAt != comm->links.table.generation()) return nullptr;
   if (inPlaceCall(op, comm->rank) != inPlace_ || params::numbers().values != params_) return nullptr;
   return plan_;
@@ -23,7 +23,6 @@ void RepeatCall::remember(const OpDesc& op, engine::Plan* plan, const int64_t* p
   op_ = op.op;
   root_ = op.root;
   inPlace_ = inPlaceCall(op, op.comm->rank);
-  nchannels_ = op.comm->links.nchannels;
   params_ = params;
   cacheVersion_ = op.comm->plans.version();
   plan_ = plan;

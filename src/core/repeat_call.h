@@ -32,14 +32,14 @@ class RepeatCall {
   const engine::ExecOptions& options() const { return opts_; }
 
  private:
-  // What collectiveKey reads from the call and the communicator that may differ between calls.
+  // What collectiveKey reads from the call that may differ between calls (what it reads from the
+  // communicator is fixed at init).
   algo::Coll coll_ = algo::Coll::AllReduce;
   size_t count_ = 0;
   ncclDataType_t dtype_ = ncclInt8;
   ncclRedOp_t op_ = ncclSum;
   int root_ = 0;
   bool inPlace_ = false;
-  int nchannels_ = 0;
   const int64_t* params_ = nullptr;
   uint64_t cacheVersion_ = 0;  // PlanCache::version(): the plan is still cached while it holds
   engine::Plan* plan_ = nullptr;

@@ -55,9 +55,9 @@ class PlanRun {
     if (plan.serial == startedSerial_ && &conns == conns_ && conns.generation() == startedAt_ && !plan.staging) {
       // The plan this slot started last, over the same links: its programs start where they
       // started then (a repeated small call spends more binding than moving its bytes).
+      // The scratch slot still holds what startBound put there: only startBound writes it.
       plan_ = &plan;
       if (plan.prologue) plan.prologue(plan);
-      plan.buffers[algo::kScratchBuf] = plan.ownedScratch.get();
       std::copy(started_.begin(), started_.end(), states_.begin());
       return Status::Ok();
     }
